@@ -1,0 +1,30 @@
+# Two entry points for a fresh machine (see README): `make demo` and `make test`.
+# Both create the project virtualenv if it is missing: the CPU build of torch first (a plain `torch`
+# would pull a multi-GB CUDA build), then nav and its dependencies.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+NAV := $(VENV)/bin/nav
+STAMP := $(VENV)/.nav-installed
+
+.PHONY: install demo test bench corpus
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# The main job on the embedded default model: index this repository, then answer a search.
+demo: $(STAMP)
+	$(NAV) index .
+	$(NAV) search "where are embeddings cached by content hash" -k 3
+
+# The click 8.1.8 evaluation corpus, fetched by version and verified by sha256, unpacked outside the repo.
+corpus: $(STAMP)
+	$(PY) rag-eval/fetch_corpus.py
+
+test: $(STAMP) corpus
+	$(PY) -m pytest -q

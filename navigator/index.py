@@ -1,0 +1,175 @@
+"""Reading an index: its chunks, vectors, BM25 token lists, manifest and freshness."""
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from chunkers.base import CodeChunk
+from navigator import store
+from navigator.config import Config
+from navigator.errors import EmbedderMismatchError, IndexCorruptError, IndexMissingError, InputError
+
+
+def git_head(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def resolve_repo(path: str | Path | None) -> Path:
+    root = Path(path or ".").expanduser()
+    if not root.exists():
+        raise InputError(f"path does not exist: {root}", hint="give the directory of the repository to index")
+    if not root.is_dir():
+        raise InputError(f"not a directory: {root}", hint="nav indexes a whole directory tree; give its folder")
+    return root.resolve()
+
+
+@dataclass
+class Freshness:
+    state: str                 # fresh | stale | empty | missing
+    files_changed_since: int   # added + modified + deleted since the build
+    changed_examples: list[str]
+
+    def to_json(self) -> dict:
+        return {"state": self.state, "files_changed_since": self.files_changed_since,
+                "changed_examples": self.changed_examples}
+
+
+class NavIndex:
+    """A built index, opened read-only. Cheap to open: chunks and vectors load on first use."""
+
+    def __init__(self, root: Path, index_dir: Path, config: Config):
+        self.root = root
+        self.index_dir = index_dir
+        self.config = config
+        self.conn = store.connect(index_dir, create=False)
+        self.manifest: dict = store.get_meta(self.conn, "manifest") or {}
+        if not self.manifest:
+            raise IndexMissingError(f"the index at {index_dir} was never completed",
+                                    hint=f"run `nav index {root}`")
+        self._chunks: list[CodeChunk] | None = None
+        self._by_id: dict[str, CodeChunk] | None = None
+        self._matrix = None
+        self._collection = None
+
+    @classmethod
+    def open(cls, repo: str | Path | None, config: Config | None = None, *, check_embedder: bool = True) -> "NavIndex":
+        config = config or Config.from_env()
+        root = resolve_repo(repo)
+        index = cls(root, config.index_dir_for(root), config)
+        if check_embedder and index.manifest.get("embedder") != config.embed_model:
+            raise EmbedderMismatchError(
+                f"the index was built with embedder {index.manifest.get('embedder')!r}, but {config.embed_model!r} is configured",
+                hint="set NAV_EMBED_MODEL back, or re-embed with: nav index PATH --rebuild")
+        return index
+
+    # ---- chunks
+    def chunks(self) -> list[CodeChunk]:
+        if self._chunks is None:
+            rows = self.conn.execute(
+                "SELECT id, path, start_line, end_line, kind, symbol, parent, header, text, tokens "
+                "FROM chunks ORDER BY path, seq").fetchall()
+            self._chunks = [CodeChunk(id=r[0], path=r[1], start_line=r[2], end_line=r[3], kind=r[4], symbol=r[5],
+                                      parent=r[6], header=r[7], text=r[8], tokens=r[9]) for r in rows]
+            self._by_id = {c.id: c for c in self._chunks}
+        return self._chunks
+
+    def chunk_by_id(self, chunk_id: str) -> CodeChunk:
+        if self._by_id is None:
+            self.chunks()
+        return self._by_id[chunk_id]
+
+    @property
+    def chunk_count(self) -> int:
+        return int(self.manifest.get("chunk_count", 0))
+
+    @property
+    def tokenizer_version(self) -> str | None:
+        return self.manifest.get("tokenizer_version")
+
+    def bm25_tokens(self) -> dict[str, list[str]] | None:
+        """Token lists persisted at index time, or None when they are missing or from another tokenizer."""
+        import json
+        try:
+            from retrievers.tokenize import TOKENIZER_VERSION
+        except ImportError:
+            return None
+        if self.tokenizer_version != TOKENIZER_VERSION:
+            return None
+        rows = self.conn.execute("SELECT id, bm25_tokens FROM chunks").fetchall()
+        if any(r[1] is None for r in rows):
+            return None
+        return {r[0]: json.loads(r[1]) for r in rows}
+
+    def file_texts(self) -> dict[str, str]:
+        """The indexed corpus as files (path -> text), rebuilt from the chunks' spans."""
+        by_path: dict[str, dict[int, str]] = {}
+        for c in self.chunks():
+            lines = by_path.setdefault(c.path, {})
+            for offset, line in enumerate(c.text.split("\n")):
+                lines.setdefault(c.start_line + offset, line)
+        return {p: "\n".join(lines[i] for i in sorted(lines)) for p, lines in by_path.items()}
+
+    # ---- vectors
+    def embed_query(self, text: str):
+        from navigator.embedder import Embedder
+        return Embedder(self.manifest.get("embedder", self.config.embed_model)).encode_query(text)
+
+    def vector_search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """(chunk id, cosine similarity), best first, through the chroma collection."""
+        if self.chunk_count == 0 or k <= 0:
+            return []
+        vec = self.embed_query(query)
+        return self.vector_search_by_vector(vec, k)
+
+    def vector_search_by_vector(self, vec, k: int) -> list[tuple[str, float]]:
+        collection = self._chroma()
+        k = min(k, self.chunk_count)
+        res = collection.query(query_embeddings=[vec.tolist()], n_results=k, include=["distances"])
+        return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
+
+    def _chroma(self):
+        if self._collection is None:
+            if store.get_meta(self.conn, "chroma_generation") != store.get_meta(self.conn, "generation"):
+                # A run was killed between committing and syncing chroma: repair it from nav.db now.
+                from navigator.indexer import sync_chroma
+                sync_chroma(self.index_dir, self.conn)
+            try:
+                _, self._collection = store.open_collection(self.index_dir)
+            except Exception as exc:  # chromadb raises assorted internal errors on a damaged directory
+                raise IndexCorruptError(f"the vector store under {self.index_dir / store.CHROMA_DIR} cannot be opened ({exc})",
+                                        hint="run `nav index PATH`: it rebuilds the vector store from the index database") from exc
+        return self._collection
+
+    # ---- freshness
+    def freshness(self) -> Freshness:
+        from navigator.indexer import diff_tree
+        if self.chunk_count == 0:
+            return Freshness("empty", 0, [])
+        changed = diff_tree(self.root, self.conn, self.manifest.get("skip") or [], self.config)
+        return Freshness("stale" if changed else "fresh", len(changed), changed[:5])
+
+    def state(self) -> dict:
+        """The index facts every envelope and status report carries."""
+        fresh = self.freshness()
+        built = self.manifest.get("built_at")
+        return {
+            "state": fresh.state, "built_at": built,
+            "age_seconds": round(time.time() - self.manifest["built_at_epoch"], 1) if built else None,
+            "git_head": self.manifest.get("git_head"), "files_changed_since": fresh.files_changed_since,
+            "changed_examples": fresh.changed_examples,
+            "chunk_count": self.chunk_count, "files_indexed": self.manifest.get("files_indexed", 0),
+            "files_skipped": sum((self.manifest.get("skipped") or {}).values()),
+            "index_dir": str(self.index_dir),
+        }
+
+
+def missing_index_state(root: Path, index_dir: Path) -> dict:
+    return {"state": "missing", "built_at": None, "age_seconds": None, "git_head": None,
+            "files_changed_since": None, "changed_examples": [], "chunk_count": 0, "files_indexed": 0,
+            "files_skipped": 0, "index_dir": str(index_dir)}

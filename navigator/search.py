@@ -1,0 +1,63 @@
+"""`nav search`: open the index, run the selected retriever, and describe the result and the index state."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from navigator.config import Config
+from navigator.errors import UsageError
+
+PREVIEW_LINES = 12
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    retriever: str
+    results: list            # list[RetrievedChunk]
+    index_state: dict
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"query": self.query, "retriever": self.retriever, "index": self.index_state,
+                "notes": self.notes, "results": [r.to_json() for r in self.results]}
+
+    def render(self, *, explain: bool = False, full: bool = False) -> str:
+        out: list[str] = []
+        st = self.index_state
+        if st["state"] == "stale":
+            out.append(f"warning: the index is stale: {st['files_changed_since']} files changed since it was built "
+                       f"({', '.join(st['changed_examples'][:3])}...); run `nav index` to refresh")
+        if st["state"] == "empty":
+            out.append("the index is empty (no files were indexed): nothing was searched")
+        for note in self.notes:
+            out.append(f"note: {note}")
+        if not self.results and st["state"] != "empty":
+            out.append(f"no results for {self.query!r} (retriever {self.retriever})")
+        for r in self.results:
+            c = r.chunk
+            symbol = f" {c.symbol}" if c.symbol else ""
+            out.append(f"{r.rank:>2}. {c.location}  [{c.kind}{symbol}]  score {r.score:.4f}")
+            if explain:
+                heads = ", ".join(f"{name} #{h.rank} ({h.score:.4f})" for name, h in sorted(r.heads.items()))
+                out.append(f"      found by: {heads or 'n/a'}; final score {r.score:.6f}")
+            lines = c.text.split("\n")
+            shown = lines if full else lines[:PREVIEW_LINES]
+            out.extend("      " + line for line in shown)
+            if len(shown) < len(lines):
+                out.append(f"      ... ({len(lines) - len(shown)} more lines)")
+        return "\n".join(out)
+
+
+def search(repo: str | Path | None, query: str, k: int, retriever_name: str | None, config: Config | None = None) -> SearchResponse:
+    from navigator.index import NavIndex
+    from retrievers.registry import get_retriever, selected_name
+    if k <= 0:
+        raise UsageError(f"-k must be a positive number, got {k}")
+    config = config or Config.from_env()
+    name = selected_name(retriever_name, config)
+    index = NavIndex.open(repo, config)
+    state = index.state()
+    retriever = get_retriever(name, index, config)
+    results = [] if index.chunk_count == 0 else retriever.retrieve(query, k)
+    return SearchResponse(query, name, results, state, list(getattr(retriever, "notes", [])))

@@ -1,0 +1,81 @@
+"""The index on disk: one SQLite database (the source of truth) plus a chromadb collection derived from it.
+
+    <index_dir>/nav.db     files, chunks, the embedding cache (keyed by chunk content hash), meta/manifest
+    <index_dir>/chroma/    chromadb persistent collection of the current chunks' vectors (cosine)
+    <index_dir>/lock       held (flock) by the one `nav index` run allowed at a time
+
+Crash safety: embeddings are committed batch by batch into the cache as they are computed, but the files
+and chunks of a run replace the old ones in a single transaction at the end. A run killed at any moment
+therefore leaves the previous index intact, and the next run re-embeds nothing that was already computed.
+The chroma collection is synced from nav.db after that commit and carries the generation it was synced to;
+a mismatch (a run killed mid-sync, a damaged chroma directory) is repaired from nav.db without re-embedding.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from navigator.errors import IndexCorruptError, IndexMissingError
+
+SCHEMA_VERSION = 1
+DB_NAME = "nav.db"
+CHROMA_DIR = "chroma"
+COLLECTION = "chunks"
+CHROMA_BATCH = 4000  # below chromadb's max batch size (5461 on this build)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    parse_errors INTEGER NOT NULL DEFAULT 0, decode_errors INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS chunks (
+    id TEXT PRIMARY KEY, path TEXT NOT NULL, seq INTEGER NOT NULL, start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL, kind TEXT NOT NULL, symbol TEXT, parent TEXT, header TEXT NOT NULL,
+    text TEXT NOT NULL, content_hash TEXT NOT NULL, tokens INTEGER NOT NULL, bm25_tokens TEXT);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL);
+"""
+
+
+def connect(index_dir: Path, *, create: bool) -> sqlite3.Connection:
+    db_path = index_dir / DB_NAME
+    if not db_path.exists() and not create:
+        raise IndexMissingError(f"no index at {index_dir}", hint="run `nav index PATH` first")
+    index_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(db_path, timeout=30, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise IndexCorruptError(
+                f"the index at {index_dir} has schema version {row[0]}, this nav reads {SCHEMA_VERSION}",
+                hint="rebuild it: nav index PATH --rebuild")
+    except sqlite3.DatabaseError as exc:
+        raise IndexCorruptError(f"the index database {db_path} is unreadable ({exc})",
+                                hint="rebuild it: nav index PATH --rebuild (the index is derived data; nothing of yours is lost)") from exc
+    return conn
+
+
+def get_meta(conn: sqlite3.Connection, key: str, default=None):
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    return json.loads(row[0]) if row else default
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+
+def open_collection(index_dir: Path):
+    """The chromadb collection, with telemetry off and no embedding function: nav passes every vector
+    itself, so chromadb never downloads its default model."""
+    import chromadb
+    from chromadb.config import Settings
+    client = chromadb.PersistentClient(path=str(index_dir / CHROMA_DIR),
+                                       settings=Settings(anonymized_telemetry=False, allow_reset=True))
+    return client, client.get_or_create_collection(COLLECTION, embedding_function=None,
+                                                   metadata={"hnsw:space": "cosine"})

@@ -1,0 +1,158 @@
+"""Which files of a tree get indexed: .gitignore rules (via pathspec), a default skip list, --skip,
+and per-file checks (symlinks, size, binary, readability). Every file passed over is counted by reason."""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Directories that are never source: VCS metadata, virtualenvs, dependency trees, build outputs, caches.
+DEFAULT_SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".nav", ".venv", "venv", "node_modules", "__pycache__", "build", "dist",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".eggs", ".idea", ".vscode",
+    "site-packages", ".cache", ".ipynb_checkpoints",
+})
+# Files that are text but carry no meaning for a reader: lock files, minified bundles, source maps.
+DEFAULT_SKIP_FILE_GLOBS = ("*.lock", "package-lock.json", "*.min.js", "*.min.css", "*.map", "*.svg", "*.pyc")
+BINARY_SNIFF_BYTES = 8192
+
+SKIP_REASONS = ("ignored", "skip_rule", "symlink", "too_large", "binary", "unreadable")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str          # repo-relative, '/'-separated
+    abs_path: Path
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class WalkResult:
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)          # reason -> count
+    skipped_examples: dict[str, list[str]] = field(default_factory=dict)  # reason -> a few paths
+
+    def skip(self, reason: str, path: str) -> None:
+        self.skipped[reason] += 1
+        examples = self.skipped_examples.setdefault(reason, [])
+        if len(examples) < 5:
+            examples.append(path)
+
+
+def _spec(patterns):
+    import pathspec
+    return pathspec.GitIgnoreSpec.from_lines(list(patterns))
+
+
+def _parse_skip(skip: list[str] | None) -> list[str]:
+    out: list[str] = []
+    for item in skip or []:
+        out.extend(p.strip() for p in item.split(",") if p.strip())
+    return out
+
+
+def walk_tree(root: Path, *, skip: list[str] | None = None, max_file_bytes: int, extra_skip_dirs: tuple[Path, ...] = ()) -> WalkResult:
+    """List the indexable files under `root` without reading their content (stat only, plus a binary sniff
+    for files not yet known). Honours nested .gitignore files and .git/info/exclude."""
+    root = root.resolve()
+    result = WalkResult()
+    user_spec = _spec(_parse_skip(skip))
+    default_file_spec = _spec(DEFAULT_SKIP_FILE_GLOBS)
+    extra = {p.resolve() for p in extra_skip_dirs}
+    # Stack of (relative dir of the .gitignore, spec); a path is ignored when any ancestor's spec matches it.
+    gitignores: list[tuple[str, object]] = []
+    exclude = root / ".git" / "info" / "exclude"
+    if exclude.is_file():
+        gitignores.append(("", _spec(exclude.read_text(errors="replace").splitlines())))
+
+    def ignored(rel: str, is_dir: bool) -> bool:
+        probe = rel + "/" if is_dir else rel
+        for base, spec in gitignores:
+            if base and not rel.startswith(base + "/"):
+                continue
+            sub = probe[len(base) + 1:] if base else probe
+            if spec.match_file(sub):
+                return True
+        return False
+
+    def visit(dir_abs: Path, dir_rel: str) -> None:
+        gi = dir_abs / ".gitignore"
+        pushed = False
+        if gi.is_file():
+            try:
+                gitignores.append((dir_rel, _spec(gi.read_text(errors="replace").splitlines())))
+                pushed = True
+            except OSError:
+                pass
+        try:
+            entries = sorted(os.scandir(dir_abs), key=lambda e: e.name)
+        except OSError:
+            result.skip("unreadable", dir_rel or ".")
+            entries = []
+        for entry in entries:
+            rel = f"{dir_rel}/{entry.name}" if dir_rel else entry.name
+            if entry.is_symlink():
+                # Symlinks are not followed: that rules out loops and files outside the tree.
+                result.skip("symlink", rel)
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name in DEFAULT_SKIP_DIRS or Path(entry.path).resolve() in extra or entry.name.endswith(".egg-info"):
+                    continue  # not counted: these are never source, and can hold millions of files
+                if user_spec.match_file(rel + "/"):
+                    result.skip("skip_rule", rel + "/")
+                    continue
+                if ignored(rel, True):
+                    result.skip("ignored", rel + "/")
+                    continue
+                visit(Path(entry.path), rel)
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if user_spec.match_file(rel):
+                result.skip("skip_rule", rel)
+                continue
+            if ignored(rel, False):
+                result.skip("ignored", rel)
+                continue
+            if default_file_spec.match_file(rel):
+                result.skip("skip_rule", rel)
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                result.skip("unreadable", rel)
+                continue
+            if st.st_size > max_file_bytes:
+                result.skip("too_large", rel)
+                continue
+            result.files.append(SourceFile(rel, Path(entry.path), st.st_size, st.st_mtime_ns))
+        if pushed:
+            gitignores.pop()
+
+    visit(root, "")
+    return result
+
+
+@dataclass(frozen=True)
+class SourceText:
+    text: str | None
+    skip_reason: str | None
+    raw: bytes
+    decode_error: bool = False
+
+
+def read_source(abs_path: Path) -> SourceText:
+    """Read one file. Binary files (a NUL byte early on) are skipped; broken UTF-8 is decoded with U+FFFD
+    replacements rather than dropped, and flagged so the summary can say so."""
+    try:
+        raw = abs_path.read_bytes()
+    except OSError:
+        return SourceText(None, "unreadable", b"")
+    if b"\0" in raw[:BINARY_SNIFF_BYTES]:
+        return SourceText(None, "binary", raw)
+    try:
+        return SourceText(raw.decode("utf-8"), None, raw)
+    except UnicodeDecodeError:
+        return SourceText(raw.decode("utf-8", errors="replace"), None, raw, decode_error=True)

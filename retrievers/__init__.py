@@ -1,0 +1,1 @@
+"""Retrievers: rank an index's chunks for a query. See retrievers.registry."""

@@ -1,0 +1,54 @@
+"""The retriever interface: a query and k in, ranked chunks out, each with what every head gave it."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from chunkers.base import CodeChunk
+
+if TYPE_CHECKING:
+    from navigator.config import Config
+    from navigator.index import NavIndex
+
+
+@dataclass(frozen=True)
+class HeadHit:
+    """Where one head (vector, bm25, rerank, ...) placed a chunk: 1-based rank and its raw score."""
+    rank: int
+    score: float
+
+
+@dataclass
+class RetrievedChunk:
+    chunk: CodeChunk
+    score: float                      # the final score of the retriever that returned it
+    rank: int                         # 1-based position in the final ranking
+    heads: dict[str, HeadHit] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        c = self.chunk
+        return {
+            "rank": self.rank, "score": round(self.score, 6), "id": c.id, "path": c.path,
+            "start_line": c.start_line, "end_line": c.end_line, "kind": c.kind, "symbol": c.symbol,
+            "parent": c.parent, "tokens": c.tokens,
+            "heads": {name: {"rank": h.rank, "score": round(h.score, 6)} for name, h in self.heads.items()},
+            "text": c.text,
+        }
+
+
+class Retriever(ABC):
+    """A ranking over one index. Subclasses set `name` and implement `retrieve`.
+
+    Construction is cheap; heavy state (models, BM25 statistics) loads on first use.
+    """
+
+    name: str = ""
+
+    def __init__(self, index: "NavIndex", config: "Config"):
+        self.index = index
+        self.config = config
+
+    @abstractmethod
+    def retrieve(self, query: str, k: int) -> list[RetrievedChunk]:
+        """The best `k` chunks for `query`, best first, ranks 1..n (n <= k)."""

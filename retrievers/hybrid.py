@@ -1,0 +1,133 @@
+"""The hybrid retriever: the vector and bm25 heads, fused by reciprocal rank (retrievers.fusion).
+
+Settings (environment, read through config.extra):
+  NAV_RRF_K            the RRF constant (default 60)
+  NAV_HYBRID_WEIGHTS   per-head weights, e.g. "vector=1,bm25=0.5" (default 1 each; 0 turns a head off)
+  NAV_HYBRID_DEPTH     candidates taken from each head (default: default_candidate_depth(number of chunks))
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from navigator.errors import IndexCorruptError, UsageError
+from retrievers.base import HeadHit, RetrievedChunk, Retriever
+from retrievers.bm25 import HEAD as BM25_HEAD
+from retrievers.bm25 import NO_TERMS_NOTE, BM25Retriever
+from retrievers.fusion import DEFAULT_HEAD_WEIGHT, DEFAULT_RRF_K, default_candidate_depth, reciprocal_rank_fusion
+
+VECTOR_HEAD = "vector"
+HEADS = (VECTOR_HEAD, BM25_HEAD)
+RRF_K_ENV = "NAV_RRF_K"
+WEIGHTS_ENV = "NAV_HYBRID_WEIGHTS"
+DEPTH_ENV = "NAV_HYBRID_DEPTH"
+
+
+def parse_head_weights(text: str) -> dict[str, float]:
+    """"vector=1,bm25=0.5" -> {"vector": 1.0, "bm25": 0.5}; heads not named keep weight 1."""
+    weights = {head: DEFAULT_HEAD_WEIGHT for head in HEADS}
+    hint = f'write {WEIGHTS_ENV} as comma-separated head=weight pairs, e.g. "vector=1,bm25=1"'
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        head, sep, value = item.partition("=")
+        head = head.strip()
+        if not sep:
+            raise UsageError(f"{WEIGHTS_ENV}: {item.strip()!r} is not head=weight", hint=hint)
+        if head not in HEADS:
+            raise UsageError(f"{WEIGHTS_ENV}: unknown head {head!r}; the hybrid heads are {', '.join(HEADS)}",
+                             hint=hint)
+        try:
+            weight = float(value)
+        except ValueError:
+            raise UsageError(f"{WEIGHTS_ENV}: the weight of {head} is not a number: {value.strip()!r}",
+                             hint=hint) from None
+        if not weight >= 0:   # also rejects nan
+            raise UsageError(f"{WEIGHTS_ENV}: the weight of {head} must be >= 0, got {value.strip()}", hint=hint)
+        weights[head] = weight
+    if not any(weights.values()):
+        raise UsageError(f"{WEIGHTS_ENV}: every head has weight 0, so nothing would be searched",
+                         hint="give at least one head a positive weight")
+    return weights
+
+
+@dataclass(frozen=True)
+class HybridSettings:
+    rrf_k: float = DEFAULT_RRF_K
+    weights: dict[str, float] = field(default_factory=lambda: {head: DEFAULT_HEAD_WEIGHT for head in HEADS})
+    depth: int | None = None           # None: default_candidate_depth(number of chunks)
+
+    @classmethod
+    def from_extra(cls, extra: Mapping[str, str]) -> "HybridSettings":
+        rrf_k = DEFAULT_RRF_K
+        if extra.get(RRF_K_ENV, "").strip():
+            try:
+                rrf_k = float(extra[RRF_K_ENV])
+            except ValueError:
+                rrf_k = float("nan")
+            if not rrf_k >= 0:
+                raise UsageError(f"{RRF_K_ENV} must be a number >= 0, got {extra[RRF_K_ENV]!r}",
+                                 hint=f"unset it for the default ({DEFAULT_RRF_K:g})")
+        depth = None
+        if extra.get(DEPTH_ENV, "").strip():
+            value = extra[DEPTH_ENV].strip()
+            if not value.isdigit() or int(value) < 1:
+                raise UsageError(f"{DEPTH_ENV} must be a positive whole number, got {value!r}",
+                                 hint="unset it to scale the depth with the number of chunks")
+            depth = int(value)
+        weights = parse_head_weights(extra.get(WEIGHTS_ENV, ""))
+        return cls(rrf_k=rrf_k, weights=weights, depth=depth)
+
+    def depth_for(self, n_chunks: int, k: int) -> int:
+        """Candidates per head: the configured or size-scaled depth, and never fewer than k."""
+        return max(k, self.depth if self.depth is not None else default_candidate_depth(n_chunks))
+
+
+class HybridRetriever(Retriever):
+    name = "hybrid"
+
+    def __init__(self, index, config):
+        super().__init__(index, config)
+        self.settings = HybridSettings.from_extra(config.extra)
+        self.bm25 = BM25Retriever(index, config)
+        self._query_notes: list[str] = []
+        self.last_depth: int | None = None    # candidates per head of the last retrieve
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self._query_notes)
+
+    def retrieve(self, query: str, k: int) -> list[RetrievedChunk]:
+        self._query_notes = []
+        if not query.strip():
+            self._query_notes.append(NO_TERMS_NOTE)
+            return []
+        if k <= 0:
+            return []
+        depth = self.settings.depth_for(len(self.index.chunks()), k)
+        self.last_depth = depth
+        weights = self.settings.weights
+        head_results: dict[str, list[tuple[str, float]]] = {}
+        if weights[VECTOR_HEAD] > 0:
+            head_results[VECTOR_HEAD] = list(self.index.vector_search(query, depth))
+        if weights[BM25_HEAD] > 0:
+            head_results[BM25_HEAD] = [(r.chunk.id, r.score) for r in self.bm25.retrieve(query, depth)]
+            for note in self.bm25.notes:
+                if note == NO_TERMS_NOTE and weights[VECTOR_HEAD] > 0:
+                    note = f"bm25: {NO_TERMS_NOTE}; ranked by the vector head alone"
+                self._query_notes.append(note)
+        hits: dict[str, dict[str, HeadHit]] = {}
+        for head, results in head_results.items():
+            for rank, (chunk_id, score) in enumerate(results, start=1):
+                hits.setdefault(chunk_id, {}).setdefault(head, HeadHit(rank=rank, score=score))
+        fused = reciprocal_rank_fusion({h: [cid for cid, _ in r] for h, r in head_results.items()},
+                                       weights, self.settings.rrf_k)[:k]
+        out = []
+        for rank, (chunk_id, score) in enumerate(fused, start=1):
+            try:
+                chunk = self.index.chunk_by_id(chunk_id)
+            except KeyError:
+                raise IndexCorruptError(f"the vector store returned chunk {chunk_id}, which the index does not hold",
+                                        hint="run `nav index PATH` to resynchronise the index") from None
+            out.append(RetrievedChunk(chunk=chunk, score=score, rank=rank, heads=hits[chunk_id]))
+        return out

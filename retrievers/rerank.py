@@ -1,0 +1,156 @@
+"""The rerank retriever: a cross-encoder re-scores the top of a base retriever's ranking.
+
+Settings (environment, read through config):
+  NAV_RERANK_MODEL     cross-encoder name or local directory (config.rerank_model;
+                       default cross-encoder/ms-marco-MiniLM-L-6-v2). Loaded offline only.
+  NAV_RERANK_BASE      the retriever whose ranking is re-scored (default hybrid)
+  NAV_RERANK_POOL      how many of its results are re-scored (default 20; at least k are)
+  NAV_RERANK_CONTEXT   1 (default): the cross-encoder reads "path · symbol", the parent header and the text;
+                       0: the text alone
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from navigator.errors import ModelError, UsageError
+from retrievers.base import HeadHit, RetrievedChunk, Retriever
+from retrievers.bm25 import NO_TERMS_NOTE
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder
+
+    from chunkers.base import CodeChunk
+
+HEAD = "rerank"
+BASE_ENV = "NAV_RERANK_BASE"
+POOL_ENV = "NAV_RERANK_POOL"
+CONTEXT_ENV = "NAV_RERANK_CONTEXT"
+DEFAULT_BASE = "hybrid"
+DEFAULT_POOL = 20
+# The query and the passage share the cross-encoder's input window (512 word pieces for MiniLM) and the
+# tokenizer trims the longer side first; a pasted bug report would push the passage out entirely.
+MAX_QUERY_CHARS = 1000
+PREDICT_BATCH_SIZE = 16
+
+# One loaded cross-encoder per model name and process: loading costs seconds, scoring milliseconds.
+_MODEL_CACHE: dict[str, "CrossEncoder"] = {}
+
+
+def _download_hint(model: str) -> str:
+    return ("nav loads rerank models offline. On a machine with internet run "
+            f"`huggingface-cli download {model}` (it fills the Hugging Face cache; copy ~/.cache/huggingface "
+            "here), or save a CrossEncoder to a directory with model.save(DIR) and set NAV_RERANK_MODEL=DIR")
+
+
+def _looks_like_path(model: str) -> bool:
+    # Hub ids are "name" or "org/name"; anything absolute, relative-dotted, home-based or deeper is a path.
+    return model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model
+
+
+def load_cross_encoder(model: str) -> "CrossEncoder":
+    """The cross-encoder `model` (hub id from the local cache, or a directory), loaded once per process.
+    Never downloads: a missing model raises ModelError at once instead of waiting on the network."""
+    cached = _MODEL_CACHE.get(model)
+    if cached is not None:
+        return cached
+    source = model
+    if _looks_like_path(model):
+        path = Path(model).expanduser()
+        if not path.is_dir():
+            raise ModelError(f"rerank model directory not found: {path}", hint=_download_hint("<model-name>"))
+        source = str(path)
+    from sentence_transformers import CrossEncoder
+
+    try:
+        loaded = CrossEncoder(source, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        # OSError: not in the local cache / missing files; ValueError: a directory that holds no model.
+        raise ModelError(f"rerank model {model!r} not found locally ({type(exc).__name__}: {str(exc).splitlines()[0]})",
+                         hint=_download_hint(model)) from exc
+    _MODEL_CACHE[model] = loaded
+    return loaded
+
+
+def passage_text(chunk: "CodeChunk", with_context: bool) -> str:
+    """What the cross-encoder reads for a chunk: with context, "path · symbol", the parent header, the text."""
+    if not with_context:
+        return chunk.text
+    title = f"{chunk.path} · {chunk.symbol}" if chunk.symbol else chunk.path
+    parts = [title, chunk.header, chunk.text] if chunk.header else [title, chunk.text]
+    return "\n".join(parts)
+
+
+def _parse_flag(name: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise UsageError(f"{name} must be 0 or 1, got {value!r}", hint=f"set {name}=1 (the default) or {name}=0")
+
+
+class RerankRetriever(Retriever):
+    name = HEAD
+
+    def __init__(self, index, config, base: Retriever | None = None):
+        """`base` is for tests and callers that already hold one; by default it comes from the registry."""
+        super().__init__(index, config)
+        extra = config.extra
+        self.base_name = (extra.get(BASE_ENV) or DEFAULT_BASE).strip()
+        if self.base_name == HEAD:
+            raise UsageError(f"{BASE_ENV}=rerank would rerank its own output",
+                             hint=f"set {BASE_ENV} to hybrid, vector or bm25")
+        pool = (extra.get(POOL_ENV) or str(DEFAULT_POOL)).strip()
+        if not pool.isdigit() or int(pool) < 1:
+            raise UsageError(f"{POOL_ENV} must be a positive whole number, got {pool!r}",
+                             hint=f"unset it for the default ({DEFAULT_POOL})")
+        self.pool = int(pool)
+        self.with_context = _parse_flag(CONTEXT_ENV, extra.get(CONTEXT_ENV) or "1")
+        self.model_name = config.rerank_model
+        self._base = base
+        self._query_notes: list[str] = []
+
+    @property
+    def base(self) -> Retriever:
+        if self._base is None:
+            from retrievers.registry import get_retriever
+
+            self._base = get_retriever(self.base_name, self.index, self.config)
+        return self._base
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self._query_notes) + list(getattr(self._base, "notes", []))
+
+    def retrieve(self, query: str, k: int) -> list[RetrievedChunk]:
+        self._query_notes = []
+        if not query.strip():
+            self._query_notes.append(NO_TERMS_NOTE)
+            return []
+        if k <= 0:
+            return []
+        # Re-score at least k so that every returned chunk carries a rerank score.
+        candidates = self.base.retrieve(query, max(self.pool, k))
+        if not candidates:
+            return []
+        model = load_cross_encoder(self.model_name)
+        ce_query = query
+        if len(query) > MAX_QUERY_CHARS:
+            ce_query = query[:MAX_QUERY_CHARS]
+            self._query_notes.append(f"rerank: the cross-encoder read the first {MAX_QUERY_CHARS} of the "
+                                     f"query's {len(query)} characters")
+        pairs = [(ce_query, passage_text(c.chunk, self.with_context)) for c in candidates]
+        scores = model.predict(pairs, batch_size=PREDICT_BATCH_SIZE, show_progress_bar=False)
+        # Best cross-encoder score first; equal scores keep the base order.
+        order = sorted(range(len(candidates)), key=lambda i: (-float(scores[i]), i))[:k]
+        base_head = self.base.name or self.base_name
+        out = []
+        for rank, i in enumerate(order, start=1):
+            cand = candidates[i]
+            score = float(scores[i])
+            heads = dict(cand.heads)
+            heads[base_head] = HeadHit(rank=cand.rank, score=cand.score)
+            heads[HEAD] = HeadHit(rank=rank, score=score)
+            out.append(RetrievedChunk(chunk=cand.chunk, score=score, rank=rank, heads=heads))
+        return out

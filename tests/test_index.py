@@ -1,0 +1,289 @@
+"""The index: walking rules, incremental re-embedding, deletion, crash safety, locking, bad input."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from navigator.config import Config
+from navigator.errors import (EmbedderMismatchError, IndexCorruptError, IndexLockedError, IndexMissingError,
+                              InputError)
+from navigator.index import NavIndex, resolve_repo
+from navigator.indexer import IndexLock, build_index
+from tests.repo_factory import make_repo, write
+
+
+class SpyEmbed:
+    """Wraps the real embedder and records every text it was asked to embed."""
+
+    def __init__(self, config: Config):
+        from navigator.embedder import Embedder
+        self.embedder = Embedder(config.embed_model, config.embed_dtype)
+        self.texts: list[str] = []
+
+    def __call__(self, texts, on_batch=None):
+        self.texts.extend(texts)
+        return self.embedder.encode_documents(texts, on_batch=on_batch)
+
+
+def build(root: Path, **kw):
+    config = Config.from_env()
+    spy = SpyEmbed(config)
+    summary = build_index(root, config, embed_fn=spy, **kw)
+    return summary, spy
+
+
+def db_rows(root: Path, sql: str):
+    conn = sqlite3.connect(root / ".nav" / "nav.db")
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_walk_rules_and_skip_reasons(tmp_path, nav_env):
+    root = make_repo(tmp_path / "repo")
+    summary, _ = build(root, skip=["repos,data"])
+    paths = {r[0] for r in db_rows(root, "SELECT path FROM files")}
+    assert "pkg/mod0.py" in paths and "pkg/sub/visible.py" in paths and "README.md" in paths
+    assert "debug.log" not in paths and "generated/out.py" not in paths      # root .gitignore
+    assert "pkg/sub/secret_keys.py" not in paths                             # nested .gitignore
+    assert not any(p.startswith(("repos/", "data/", "node_modules/", ".nav/", "loop")) for p in paths)
+    assert "image.bin" not in paths
+    assert summary.skipped["binary"] == 1
+    assert summary.skipped["symlink"] == 1
+    assert summary.skipped["skip_rule"] == 2                                 # repos/ and data/
+    assert summary.skipped["ignored"] >= 3
+    # broken UTF-8 and syntax errors are indexed, not dropped, and counted
+    assert "broken_utf8.py" in paths and "syntax_error.py" in paths
+    assert summary.decode_error_files == 1 and summary.parse_error_files >= 1
+    syntax_chunks = " ".join(r[0] for r in db_rows(root, "SELECT text FROM chunks WHERE path='syntax_error.py'"))
+    assert "VALUE = 3" in syntax_chunks and "def ok" in syntax_chunks
+
+
+def test_huge_file_skipped(tmp_path, nav_env, monkeypatch):
+    root = make_repo(tmp_path / "repo", modules=1)
+    write(root, "big.py", "X = 1\n" * 5000)
+    monkeypatch.setenv("NAV_MAX_FILE_BYTES", "20000")
+    summary, _ = build(root)
+    assert summary.skipped["too_large"] == 1
+    assert not db_rows(root, "SELECT 1 FROM files WHERE path='big.py'")
+
+
+def test_edit_one_file_embeds_only_its_new_chunks(tmp_path, nav_env):
+    root = make_repo(tmp_path / "repo")
+    first, spy1 = build(root)
+    assert first.chunks_embedded == len(spy1.texts) > 0
+    before = {r[0]: r[1] for r in db_rows(root, "SELECT id, content_hash FROM chunks")}
+
+    path = root / "pkg" / "mod2.py"
+    path.write_text(path.read_text().replace("result = value * scale + 2", "result = value * scale - 99"))
+    second, spy2 = build(root)
+
+    after_rows = db_rows(root, "SELECT id, content_hash, path FROM chunks")
+    new_hashes = {h for _, h, _ in after_rows} - set(before.values())
+    assert len(new_hashes) == 1                       # only compute_2 changed
+    assert len(spy2.texts) == 1 and "value * scale - 99" in spy2.texts[0]
+    assert second.files_changed == 1 and second.chunks_embedded == 1
+    assert second.chunks_reused == len([r for r in after_rows if r[2] == "pkg/mod2.py"]) - 1
+
+
+def test_unchanged_reindex_embeds_nothing_and_loads_no_model(tmp_path, nav_env):
+    from navigator import embedder
+    root = make_repo(tmp_path / "repo")
+    build(root)
+    embedder._MODELS.clear()
+    summary, spy = build(root)
+    assert spy.texts == [] and summary.chunks_embedded == 0 and summary.files_changed == 0
+    assert not summary.model_loaded and embedder._MODELS == {}
+
+
+def test_reverting_an_edit_reuses_cached_embeddings(tmp_path, nav_env):
+    root = make_repo(tmp_path / "repo")
+    build(root)
+    path = root / "pkg" / "mod1.py"
+    original = path.read_text()
+    path.write_text(original.replace("MAX_RETRIES_1 = 1", "MAX_RETRIES_1 = 7"))
+    build(root)
+    path.write_text(original)                          # like checking the old branch out again
+    summary, spy = build(root)
+    assert spy.texts == [] and summary.files_changed == 1
+
+
+def test_deleted_file_disappears(tmp_path, nav_env):
+    root = make_repo(tmp_path / "repo")
+    build(root)
+    (root / "pkg" / "mod3.py").unlink()
+    summary, _ = build(root)
+    assert summary.files_deleted == 1
+    assert not db_rows(root, "SELECT 1 FROM chunks WHERE path='pkg/mod3.py'")
+    index = NavIndex.open(root)
+    hits = index.vector_search("compute_3 scale a value for feature 3", 50)
+    assert hits and all(index.chunk_by_id(cid).path != "pkg/mod3.py" for cid, _ in hits)
+    assert len(index._chroma().get(include=[])["ids"]) == index.chunk_count
+
+
+def test_status_reports_stale_files(tmp_path, nav_env):
+    root = make_repo(tmp_path / "repo")
+    build(root)
+    assert NavIndex.open(root).state()["state"] == "fresh"
+    write(root, "pkg/new_module.py", "def added():\n    return 1\n")
+    (root / "pkg" / "mod0.py").write_text("CHANGED = True\n")
+    (root / "pkg" / "mod1.py").unlink()
+    state = NavIndex.open(root).state()
+    assert state["state"] == "stale" and state["files_changed_since"] == 3
+    # touching a file without changing its content is not a change
+    build(root)
+    os.utime(root / "pkg" / "mod2.py", None)
+    time.sleep(0.01)
+    assert NavIndex.open(root).state()["files_changed_since"] == 0
+
+
+def _index_cmd(root: Path) -> list[str]:
+    return [sys.executable, "-m", "navigator", "index", str(root)]
+
+
+def _snapshot(root: Path):
+    chunks = db_rows(root, "SELECT c.id, c.content_hash, e.vector FROM chunks c JOIN embeddings e USING (content_hash) ORDER BY c.id")
+    return {cid: (h, np.frombuffer(v, dtype=np.float32)) for cid, h, v in chunks}
+
+
+def test_kill_minus_9_midway_then_rerun_equals_clean_build(tmp_path, nav_env):
+    kill_after_commits = 1
+    root = make_repo(tmp_path / "repo", modules=150)   # ~1,000 chunks: several embedding commits
+    proc = subprocess.Popen(_index_cmd(root), env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    db = root / ".nav" / "nav.db"
+    deadline = time.monotonic() + 120
+    killed_midway = False
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            n = sqlite3.connect(db, timeout=0.1).execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        except sqlite3.Error:
+            n = 0
+        if n >= 256 * kill_after_commits:
+            proc.send_signal(signal.SIGKILL)
+            killed_midway = True
+            break
+        time.sleep(0.005)
+    proc.wait()
+    assert killed_midway, "the index run finished before it could be killed; enlarge the repository"
+    # the killed run left no half index behind: either nothing or the previous state (here: none)
+    with pytest.raises(IndexMissingError):
+        NavIndex.open(root)
+    out = subprocess.run(_index_cmd(root), env=os.environ.copy(), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "reused" in out.stdout
+    resumed = _snapshot(root)
+
+    config_env = os.environ.copy()
+    config_env["NAV_INDEX_DIR"] = str(tmp_path / "clean-index")
+    subprocess.run(_index_cmd(root), env=config_env, check=True, capture_output=True, timeout=300)
+    conn = sqlite3.connect(tmp_path / "clean-index" / "nav.db")
+    clean = {cid: (h, np.frombuffer(v, dtype=np.float32)) for cid, h, v in conn.execute(
+        "SELECT c.id, c.content_hash, e.vector FROM chunks c JOIN embeddings e USING (content_hash) ORDER BY c.id")}
+    assert resumed.keys() == clean.keys()
+    for cid in clean:
+        assert resumed[cid][0] == clean[cid][0]
+        np.testing.assert_allclose(resumed[cid][1], clean[cid][1], atol=1e-5)
+
+
+def test_kill_during_update_keeps_previous_index_usable(tmp_path, nav_env):
+    root = make_repo(tmp_path / "repo", modules=3)
+    build(root)
+    before = set(r[0] for r in db_rows(root, "SELECT id FROM chunks"))
+    for n in range(3, 120):
+        write(root, f"pkg/more{n}.py", f"def extra_{n}(x):\n    return x + {n}\n\nLIMIT_{n} = {n}\n")
+    proc = subprocess.Popen(_index_cmd(root), env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        n = sqlite3.connect(root / ".nav" / "nav.db", timeout=0.1).execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        if n > len(before):
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    proc.wait()
+    index = NavIndex.open(root)
+    assert {c.id for c in index.chunks()} == before   # the previous index, whole
+    assert index.vector_search("compute a scaled value", 3)
+
+
+def test_second_concurrent_run_is_refused(tmp_path, nav_env):
+    root = make_repo(tmp_path / "repo", modules=1)
+    config = Config.from_env()
+    with IndexLock(config.index_dir_for(root.resolve())):
+        with pytest.raises(IndexLockedError, match="another `nav index`"):
+            build_index(root.resolve(), config)
+        out = subprocess.run(_index_cmd(root), env=os.environ.copy(), capture_output=True, text=True, timeout=120)
+        assert out.returncode == 3 and "another `nav index`" in out.stderr
+
+
+def test_bad_paths(tmp_path, nav_env):
+    with pytest.raises(InputError, match="does not exist"):
+        resolve_repo(tmp_path / "nope")
+    write(tmp_path, "file.py", "x = 1\n")
+    with pytest.raises(InputError, match="not a directory"):
+        resolve_repo(tmp_path / "file.py")
+    with pytest.raises(IndexMissingError):
+        NavIndex.open(tmp_path)
+
+
+def test_empty_repository(tmp_path, nav_env):
+    root = tmp_path / "empty"
+    root.mkdir()
+    summary, spy = build(root)
+    assert summary.chunks == 0 and spy.texts == []
+    index = NavIndex.open(root)
+    assert index.state()["state"] == "empty"
+    assert index.vector_search("anything", 5) == []
+
+
+def test_corrupt_index_is_reported_and_rebuild_recovers(tmp_path, nav_env):
+    root = make_repo(tmp_path / "repo", modules=2)
+    build(root)
+    db = root / ".nav" / "nav.db"
+    for extra in ("-wal", "-shm"):
+        Path(str(db) + extra).unlink(missing_ok=True)
+    db.write_bytes(b"this is not a sqlite database" * 100)
+    with pytest.raises(IndexCorruptError, match="unreadable") as err:
+        NavIndex.open(root)
+    assert "--rebuild" in err.value.hint
+    summary, _ = build(root, rebuild=True)
+    assert summary.chunks > 0 and NavIndex.open(root).vector_search("worker runs jobs", 2)
+
+
+def test_damaged_vector_store_is_rebuilt_from_database(tmp_path, nav_env):
+    import shutil
+    root = make_repo(tmp_path / "repo", modules=2)
+    build(root)
+    shutil.rmtree(root / ".nav" / "chroma")
+    conn = sqlite3.connect(root / ".nav" / "nav.db")
+    conn.execute("UPDATE meta SET value='0' WHERE key='chroma_generation'")
+    conn.commit()
+    conn.close()
+    index = NavIndex.open(root)
+    assert len(index.vector_search("worker", 100)) == index.chunk_count
+
+
+def test_index_built_with_another_embedder(tmp_path, nav_env, monkeypatch):
+    root = make_repo(tmp_path / "repo", modules=1)
+    build(root)
+    monkeypatch.setenv("NAV_EMBED_MODEL", str(tmp_path / "some-other-model"))
+    with pytest.raises(EmbedderMismatchError, match="some-other-model") as err:
+        NavIndex.open(root)
+    assert "--rebuild" in err.value.hint
+    with pytest.raises(EmbedderMismatchError):
+        build_index(root.resolve(), Config.from_env())
+
+
+def test_index_dir_override(tmp_path, nav_env, monkeypatch):
+    root = make_repo(tmp_path / "repo", modules=1)
+    monkeypatch.setenv("NAV_INDEX_DIR", str(tmp_path / "elsewhere"))
+    build(root)
+    assert (tmp_path / "elsewhere" / "nav.db").exists() and not (root / ".nav").exists()
