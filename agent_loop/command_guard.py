@@ -8,7 +8,9 @@
                      argument that names an existing path must resolve inside the repository.
   layer 3 (execution) subprocess with shell=False, cwd=repo, stdin closed, a scrubbed environment
                      built from nothing (no secrets; pagers are cat; git ignores system/global
-                     config, fsmonitor, hooks and signature programs), a timeout, capped output.
+                     config, and the repository's own config cannot make it run a program: no
+                     fsmonitor, hooks, signature programs, external diff, textconv or filter
+                     drivers), a timeout, capped output.
 
 Each layer stands on its own: layer 3 never involves a shell even for argv layer 1 would refuse,
 and layer 2 does not rely on layer 1 having removed anything. A refusal raises CommandRefused
@@ -40,13 +42,13 @@ import signal
 import subprocess
 import threading
 import unicodedata
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from io import BufferedReader
 from pathlib import Path
 from types import MappingProxyType
-from io import BufferedReader
-from typing import Callable, Mapping
 
 MAX_COMMAND_CHARS = 1000          # a real read-only command fits easily; longer input is refused unread
 MAX_ARGS = 64
@@ -163,7 +165,8 @@ def load_allowlist() -> Allowlist:
 def check_syntax(command: str) -> None:
     """Layer 1. Refuses anything a shell would treat specially, before any parsing."""
     if len(command) > MAX_COMMAND_CHARS:
-        raise CommandRefused(LAYER_SYNTAX, f"command is {len(command)} characters long; the limit is {MAX_COMMAND_CHARS}")
+        raise CommandRefused(LAYER_SYNTAX,
+                             f"command is {len(command)} characters long; the limit is {MAX_COMMAND_CHARS}")
     if not command.strip():
         raise CommandRefused(LAYER_SYNTAX, "empty command")
     for char in command:
@@ -172,7 +175,8 @@ def check_syntax(command: str) -> None:
             raise CommandRefused(LAYER_SYNTAX, "NUL byte in command")
         if code > 127:
             name = unicodedata.name(char, "unnamed")
-            raise CommandRefused(LAYER_SYNTAX, f"non-ASCII character U+{code:04X} ({name}); only plain ASCII commands run")
+            raise CommandRefused(LAYER_SYNTAX,
+                                 f"non-ASCII character U+{code:04X} ({name}); only plain ASCII commands run")
         if char == "\n" or char == "\r":
             raise CommandRefused(LAYER_SYNTAX, "newline in command; run one command per call")
         if code < 32 or code == 127:
@@ -181,7 +185,8 @@ def check_syntax(command: str) -> None:
         if operator in command:
             raise CommandRefused(LAYER_SYNTAX, f"shell operator {operator!r}; nav runs one program, without a shell")
     if _TILDE_EXPANSION.search(command):
-        raise CommandRefused(LAYER_SYNTAX, "'~' at the start of a word (home-directory expansion); use repository-relative paths")
+        raise CommandRefused(LAYER_SYNTAX,
+                             "'~' at the start of a word (home-directory expansion); use repository-relative paths")
     for char in command:
         if char in _SHELL_METACHARACTERS:
             raise CommandRefused(
@@ -356,11 +361,21 @@ _GIT_CONFIG_OVERRIDES = (
     ("core.hooksPath", os.devnull),     # no hooks
     ("core.pager", "cat"),
     ("log.showSignature", "false"),     # would run gpg.program
+    # --format=%G? and friends verify signatures, which runs these programs.
+    ("gpg.program", "false"),
+    ("gpg.openpgp.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("gpg.ssh.program", "false"),
     ("protocol.allow", "never"),        # no network, even for a lazy fetch in a partial clone
 )
+# Clean/smudge filters (filter.<driver>.*) run on status and diff for files whose attributes name
+# the driver. Driver names are the repository's own, so nav asks git for them and empties each one.
+_FILTER_KEYS = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+_GIT_QUERY_TIMEOUT_S = 5.0
 
 
-def scrubbed_environment(repo_root: Path, search_path: str) -> dict[str, str]:
+def scrubbed_environment(repo_root: Path, search_path: str,
+                         filter_drivers: tuple[str, ...] = ()) -> dict[str, str]:
     """Built from nothing, never copied from os.environ: no API key or other secret can leak."""
     repo_real = repo_root.resolve()
     env = {
@@ -382,11 +397,33 @@ def scrubbed_environment(repo_root: Path, search_path: str) -> dict[str, str]:
         # Pin both, so a core.worktree in the repository's config cannot point git elsewhere.
         env["GIT_DIR"] = str(repo_real / ".git")
         env["GIT_WORK_TREE"] = str(repo_real)
-    env["GIT_CONFIG_COUNT"] = str(len(_GIT_CONFIG_OVERRIDES))
-    for index, (key, value) in enumerate(_GIT_CONFIG_OVERRIDES):
+    overrides = list(_GIT_CONFIG_OVERRIDES)
+    for driver in filter_drivers:
+        overrides.extend((f"filter.{driver}.{key}", value) for key, value in _FILTER_KEYS)
+    env["GIT_CONFIG_COUNT"] = str(len(overrides))
+    for index, (key, value) in enumerate(overrides):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
+
+
+def git_filter_drivers(git_executable: str, repo_root: Path, search_path: str) -> tuple[str, ...]:
+    """The filter driver names configured for the repository (config files only; runs nothing else)."""
+    try:
+        completed = subprocess.run(
+            [git_executable, "config", "--name-only", "--get-regexp", r"^filter\."],
+            shell=False, cwd=repo_root, env=scrubbed_environment(repo_root, search_path),
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=_GIT_QUERY_TIMEOUT_S, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise CommandRefused(LAYER_EXECUTION, f"could not read the repository's git config to disarm filters: {err}") \
+            from err
+    drivers = []
+    for name in completed.stdout.splitlines():   # filter.<driver>.<key>; a driver name may contain dots
+        driver = name.removeprefix("filter.").rpartition(".")[0]
+        if driver and driver not in drivers:
+            drivers.append(driver)
+    return tuple(drivers)
 
 
 @dataclass(frozen=True)
@@ -448,7 +485,9 @@ class _CappedReader(threading.Thread):
 
 def execute(approved: ApprovedCommand, repo_root: Path, *, timeout_s: float = COMMAND_TIMEOUT_S) -> CommandResult:
     """Layer 3. shell=False always; the argv is never joined into a string."""
-    env = scrubbed_environment(repo_root, load_allowlist().search_path)
+    search_path = load_allowlist().search_path
+    drivers = git_filter_drivers(approved.argv[0], repo_root, search_path) if approved.executable == "git" else ()
+    env = scrubbed_environment(repo_root, search_path, drivers)
     try:
         process = subprocess.Popen(
             list(approved.argv), shell=False, cwd=repo_root, env=env,

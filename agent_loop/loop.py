@@ -22,15 +22,21 @@ after the SDK's own retries; no ANTHROPIC_API_KEY is MissingAPIKeyError.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
-
-from navigator.errors import InputError, LLMError, MissingAPIKeyError, UsageError
+from typing import TYPE_CHECKING, Any
 
 from agent_loop.prompts import SYSTEM_PROMPT
-from agent_loop.settings import ENV_MAX_STEPS, ENV_MAX_TOKENS, ENV_MODEL, AgentSettings, resolve_settings
+from agent_loop.settings import (
+    ENV_MAX_STEPS,
+    ENV_MAX_TOKENS,
+    ENV_MODEL,
+    AgentSettings,
+    resolve_settings,
+)
 from agent_loop.tools import TOOL_SCHEMAS, RepoTools, SearchCode, ToolOutcome
+from navigator.errors import InputError, LLMError, MissingAPIKeyError, UsageError
 
 if TYPE_CHECKING:
     import anthropic
@@ -93,7 +99,7 @@ class _Conversation:
             self.messages.append({"role": role, "content": blocks})
 
 
-def _text_of(message: "Message") -> str:
+def _text_of(message: Message) -> str:
     return "".join(block.text for block in message.content if block.type == "text").strip()
 
 
@@ -103,7 +109,7 @@ def _tool_result(tool_use_id: str, outcome: ToolOutcome) -> dict[str, Any]:
             "is_error": outcome.is_error}
 
 
-def _default_client() -> "anthropic.Anthropic":
+def _default_client() -> anthropic.Anthropic:
     api_key = os.environ.get("ANTHROPIC_API_KEY")
     auth_token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
     if not api_key and not auth_token:
@@ -118,7 +124,8 @@ def _default_client() -> "anthropic.Anthropic":
     return anthropic.Anthropic(auth_token=auth_token, timeout=API_TIMEOUT_S)
 
 
-def _create_message(client: "anthropic.Anthropic", settings: AgentSettings, messages: list[dict[str, Any]]) -> "Message":
+def _create_message(client: anthropic.Anthropic, settings: AgentSettings,
+                    messages: list[dict[str, Any]]) -> Message:
     """One model call. Every SDK failure, after the SDK's own retries, becomes an LLMError."""
     import anthropic
 
@@ -137,7 +144,8 @@ def _create_message(client: "anthropic.Anthropic", settings: AgentSettings, mess
                        hint="check ANTHROPIC_API_KEY: it may be mistyped, revoked or for another workspace") from err
     except anthropic.PermissionDeniedError as err:
         raise LLMError(f"the Anthropic API refused access (403: {_detail(err)})",
-                       hint=f"the key may not have access to model {settings.model!r}; try another {ENV_MODEL}") from err
+                       hint=f"the key may not have access to model {settings.model!r}; "
+                            f"try another {ENV_MODEL}") from err
     except anthropic.NotFoundError as err:
         raise LLMError(f"the Anthropic API does not know model {settings.model!r} (404: {_detail(err)})",
                        hint=f"set {ENV_MODEL} to a current model name") from err
@@ -149,7 +157,8 @@ def _create_message(client: "anthropic.Anthropic", settings: AgentSettings, mess
                        hint="this is on the API's side; retry in a few minutes") from err
     except anthropic.BadRequestError as err:
         raise LLMError(f"the Anthropic API rejected the request (400: {_detail(err)})",
-                       hint=f"check {ENV_MODEL} and {ENV_MAX_TOKENS}; a very long conversation can also exceed the context") from err
+                       hint=f"check {ENV_MODEL} and {ENV_MAX_TOKENS}; "
+                            "a very long conversation can also exceed the context") from err
     except anthropic.APIStatusError as err:
         raise LLMError(f"the Anthropic API answered HTTP {err.status_code}{after}: {_detail(err)}",
                        hint="retry later; if it persists, check the API status page") from err
@@ -167,7 +176,7 @@ def _create_message(client: "anthropic.Anthropic", settings: AgentSettings, mess
                        hint="set ANTHROPIC_API_KEY") from err
 
 
-def _detail(err: "anthropic.APIStatusError") -> str:
+def _detail(err: anthropic.APIStatusError) -> str:
     return err.api_message or err.message
 
 
@@ -175,7 +184,7 @@ class _Run:
     """The state of one run_agent call."""
 
     def __init__(self, question: str, repo_root: Path, search_code: SearchCode, settings: AgentSettings,
-                 client: "anthropic.Anthropic", on_event: EventHandler | None):
+                 client: anthropic.Anthropic, on_event: EventHandler | None):
         self.settings = settings
         self.client = client
         self.on_event = on_event
@@ -197,7 +206,7 @@ class _Run:
                            files_used=list(self.tools.files_read), input_tokens=self.input_tokens,
                            output_tokens=self.output_tokens)
 
-    def call_model(self) -> "Message":
+    def call_model(self) -> Message:
         self.steps += 1
         self.emit("model_call", self.settings.model)
         response = _create_message(self.client, self.settings, self.conversation.messages)
@@ -207,7 +216,7 @@ class _Run:
         self.output_tokens += usage.output_tokens
         return response
 
-    def run_tools(self, response: "Message") -> list[dict[str, Any]]:
+    def run_tools(self, response: Message) -> list[dict[str, Any]]:
         results = []
         for block in response.content:
             if block.type != "tool_use":
@@ -226,7 +235,8 @@ class _Run:
             text = _text_of(response)
             if text:
                 self.last_note = text
-            assistant_blocks = [block.to_dict(mode="json") for block in response.content]
+            # Sent back exactly as received (unset fields stay unset); no warning for odd tool input.
+            assistant_blocks = [block.to_dict(mode="json", warnings=False) for block in response.content]
             tool_uses = [block for block in response.content if block.type == "tool_use"]
 
             if stop == STOP_END_TURN:
@@ -299,7 +309,7 @@ def run_agent(
     max_steps: int | None = None,
     max_tokens: int | None = None,
     budget: int | None = None,
-    client: "anthropic.Anthropic | None" = None,
+    client: anthropic.Anthropic | None = None,
     on_event: EventHandler | None = None,
 ) -> AgentAnswer:
     """Answer `question` about the repository at `repo_root`.

@@ -37,16 +37,20 @@ def resolve_inside(repo_root: Path, relative: str) -> Path:
     if "\0" in relative:
         raise RepoAccessError("path contains a NUL byte")
     if os.path.isabs(relative) or relative.startswith("~"):
-        raise RepoAccessError(f"{relative!r} is absolute; give a path relative to the repository root")
+        raise RepoAccessError(f"{relative!r} is absolute or home-relative, so outside the repository; "
+                              "give a path relative to the repository root")
     root = repo_root.resolve()
+    # Containment is decided before existence, so a refusal never tells whether an outside path exists.
+    if not Path(os.path.normpath(root / relative)).is_relative_to(root):
+        raise RepoAccessError(f"{relative!r} is outside the repository root; refused")
     try:
-        resolved = (root / relative).resolve(strict=True)
-    except FileNotFoundError as err:
-        raise RepoAccessError(f"{relative!r} does not exist in the repository") from err
+        resolved = (root / relative).resolve(strict=False)
     except (OSError, RuntimeError) as err:   # RuntimeError: a symlink loop
         raise RepoAccessError(f"{relative!r} cannot be resolved: {err}") from err
     if not resolved.is_relative_to(root):
-        raise RepoAccessError(f"{relative!r} resolves outside the repository root; refused")
+        raise RepoAccessError(f"{relative!r} leads outside the repository root (through a symlink); refused")
+    if not resolved.exists():
+        raise RepoAccessError(f"{relative!r} does not exist in the repository")
     return resolved
 
 
@@ -74,7 +78,8 @@ class FileExcerpt:
         return f"{header}\n{body}"
 
 
-def read_file(repo_root: Path, relative: str, start_line: int | None = None, end_line: int | None = None) -> FileExcerpt:
+def read_file(repo_root: Path, relative: str, start_line: int | None = None,
+              end_line: int | None = None) -> FileExcerpt:
     path = resolve_inside(repo_root, relative)
     if not path.is_file():
         raise RepoAccessError(f"{relative!r} is not a regular file (use list_files for directories)")

@@ -7,13 +7,13 @@ change what run_command allows: the guard is pure code over frozen data.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
-
-from navigator.errors import NavError
+from typing import Any
 
 from agent_loop import command_guard, repo_files
+from navigator.errors import NavError
 
 SearchCode = Callable[[str, int], str]
 
@@ -60,7 +60,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
             "type": "object",
             "properties": {
                 "path": {"type": "string", "description": "Directory relative to the repository root (default '.')."},
-                "max_depth": {"type": "integer", "description": f"How deep to list (default {repo_files.DEFAULT_LIST_DEPTH})."},
+                "max_depth": {"type": "integer",
+                              "description": f"How deep to list (default {repo_files.DEFAULT_LIST_DEPTH})."},
                 "pattern": {"type": "string", "description": "Optional glob on the path or name, e.g. '*.py'."},
             },
         },

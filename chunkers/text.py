@@ -133,7 +133,7 @@ def pack_rows(
     while row is not None:
         header = header_for(row)
         budget = cap - embed_chars(header, 0)
-        if lines.span_chars(row, last) <= budget:
+        if row == last or lines.span_chars(row, last) <= budget:
             pieces.append(Piece(row, lines.trim_end(row, last), header))
             break
         # the longest run row..fit_end that fits (at least the row itself)

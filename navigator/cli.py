@@ -44,6 +44,32 @@ def cmd_search(args) -> int:
     return 0
 
 
+def _emit(output, as_json: bool, out_file: str | None = None) -> None:
+    if out_file:
+        with open(out_file, "w", encoding="utf-8") as fh:
+            json.dump(output.payload, fh, indent=1, ensure_ascii=False)
+    _print_json(output.payload) if as_json else print(output.text)
+
+
+def cmd_eval(args) -> int:
+    from navigator.evaluate import evaluate
+    _emit(evaluate(args.queries, args.repo, args.retriever, k=args.k, level=args.level, heads=args.heads,
+                   depth=args.depth), args.json, args.out)
+    return 0
+
+
+def cmd_ceiling(args) -> int:
+    from navigator.evaluate import ceiling
+    _emit(ceiling(args.queries, args.repo, args.retriever, depth=args.depth, pools=args.pools), args.json, args.out)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from navigator.evaluate import compare
+    _emit(compare(args.a, args.b, k=args.k, seed=args.seed, queries_path=args.queries, repo=args.repo), args.json)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nav", description="Index a local repository and find the code that answers a question.",
                                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -71,6 +97,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="print whole chunks instead of previews")
     p.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("eval", help="measure retrieval on a query set (shared/eval-format.md)")
+    p.add_argument("--queries", required=True, help="JSONL query set")
+    p.add_argument("--repo", default=".", help="indexed repository root (default: .)")
+    p.add_argument("--retriever", action="append", default=None,
+                   help="retriever to measure (repeatable: laid side by side); default $RETRIEVER or hybrid")
+    p.add_argument("--k", default="1,3,5,10", help="cut-offs (default 1,3,5,10)")
+    p.add_argument("--level", choices=("chunk", "file"), default="chunk")
+    p.add_argument("--depth", type=int, default=None, help="ranking depth kept per query (default max k)")
+    p.add_argument("--heads", action="store_true", help="add a column group per head (vector, bm25) beside the fused result")
+    p.add_argument("--json", action="store_true", help="print every query's ranks as JSON (input to nav compare)")
+    p.add_argument("--out", default=None, help="also save the JSON run to this file")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("ceiling", help="where the expected chunks rank: what a perfect reranker could reach")
+    p.add_argument("--queries", required=True)
+    p.add_argument("--repo", default=".")
+    p.add_argument("--retriever", default=None)
+    p.add_argument("--depth", type=int, default=200, help="ranking depth searched for each item (default 200)")
+    p.add_argument("--pools", default="5,10,20,50,100", help="candidate pool sizes for the ceiling")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", default=None)
+    p.set_defaults(func=cmd_ceiling)
+
+    p = sub.add_parser("compare", help="pair two runs query by query: gained, lost, bootstrap CI")
+    p.add_argument("a", help="saved run (nav eval --json) or a retriever name")
+    p.add_argument("b", help="saved run (nav eval --json) or a retriever name")
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--queries", default=None, help="query set, when A or B are retriever names")
+    p.add_argument("--repo", default=".")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare)
     return parser
 
 

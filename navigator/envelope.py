@@ -19,8 +19,9 @@ JSON form (`to_json()`), stable keys:
   tokens            {allowed, spent, reserve, estimator, charged}; spent = sum of pieces[].tokens
                     = sum of estimate_tokens(pieces[].text) <= allowed; `charged` says what is counted
   retriever         {name, candidates, above_bar, best_score, relevance_bar}
-  index             {state, built_at, age_seconds, git_head, files_changed_since, chunk_count,
-                     files_indexed, files_skipped, index_dir}
+  index             {state, built_at, age_seconds, git_head, files_changed_since, changed_examples,
+                     chunk_count, files_indexed, files_skipped, index_dir}; a key the index state
+                     did not provide is null
   query             {terms, covered}: the question's content words, and those the pieces contain
   weak_reasons      [str]: why the evidence is weak (empty unless signal is weak_evidence)
   pieces            [{path, start_line, end_line, symbol, kind, rank, score, heads: {name: {rank, score}},
@@ -48,8 +49,8 @@ NOTHING_SEARCHED = "nothing_searched"
 SUFFICIENCY_SIGNALS = (OK, WEAK_EVIDENCE, NOTHING_MATCHED, NOTHING_SEARCHED)
 
 CHARGED = "piece text only (the header and separators of this envelope are not charged)"
-INDEX_KEYS = ("state", "built_at", "age_seconds", "git_head", "files_changed_since", "chunk_count",
-              "files_indexed", "files_skipped", "index_dir")
+INDEX_KEYS = ("state", "built_at", "age_seconds", "git_head", "files_changed_since", "changed_examples",
+              "chunk_count", "files_indexed", "files_skipped", "index_dir")
 # The text render lists every cleared-bar omission, but only the first few below-bar ones.
 BELOW_BAR_SHOWN = 5
 GIT_HEAD_SHOWN = 12
@@ -182,7 +183,8 @@ def _left_out_json(item: LeftOut) -> dict:
 
 def _piece_header(p: SelectedPiece) -> str:
     heads = " ".join(f"{name}#{hit.rank}" for name, hit in p.heads.items()) or "-"
-    shape = f"trimmed {p.lines_kept}/{p.lines_total} lines" if p.trimmed else f"whole {p.lines_total} lines"
+    noun = "line" if p.lines_total == 1 else "lines"
+    shape = f"trimmed {p.lines_kept}/{p.lines_total} {noun}" if p.trimmed else f"whole {p.lines_total} {noun}"
     parts = [f"=== {p.chunk.location}" + (f" {p.chunk.symbol}" if p.chunk.symbol else ""),
              f"rank {p.rank}", f"score {p.score:.4g}", f"heads {heads}", f"{p.tokens} tokens", shape]
     if p.reserve:
@@ -206,6 +208,8 @@ def _index_line(index: dict) -> str:
     head = (index.get("git_head") or "n/a")[:GIT_HEAD_SHOWN]
     changed = index.get("files_changed_since")
     changed_text = "unknown number of files" if changed is None else f"{changed} file{'' if changed == 1 else 's'}"
+    if index.get("changed_examples"):
+        changed_text += f" (e.g. {', '.join(index['changed_examples'])})"
     return (f"{state}; built {index.get('built_at') or '?'} ({format_age(index.get('age_seconds'))}) "
             f"at HEAD {head}; {changed_text} changed since; {index.get('chunk_count', 0)} chunks from "
             f"{index.get('files_indexed', 0)} files ({index.get('files_skipped', 0)} skipped); {index.get('index_dir')}")

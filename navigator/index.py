@@ -107,13 +107,38 @@ class NavIndex:
         return {r[0]: json.loads(r[1]) for r in rows}
 
     def file_texts(self) -> dict[str, str]:
-        """The indexed corpus as files (path -> text), rebuilt from the chunks' spans."""
+        """The indexed corpus as files (path -> text), rebuilt from the chunks' spans. The chunker covers
+        every non-blank line, so a line no chunk holds was blank."""
         by_path: dict[str, dict[int, str]] = {}
         for c in self.chunks():
             lines = by_path.setdefault(c.path, {})
             for offset, line in enumerate(c.text.split("\n")):
                 lines.setdefault(c.start_line + offset, line)
-        return {p: "\n".join(lines[i] for i in sorted(lines)) for p, lines in by_path.items()}
+        return {p: "\n".join(lines.get(i, "") for i in range(1, max(lines) + 1)) for p, lines in by_path.items()}
+
+    def embedder(self):
+        from navigator.embedder import Embedder
+        return Embedder(self.manifest.get("embedder", self.config.embed_model), self.config.embed_dtype)
+
+    def cached_embeddings(self, texts: list[str]):
+        """Embeddings for arbitrary texts through the index's content-hash cache (used by baselines)."""
+        import numpy as np
+        from chunkers.base import content_hash
+        hashes = [content_hash(t) for t in texts]
+        found: dict[str, bytes] = {}
+        for i in range(0, len(hashes), 900):
+            part = hashes[i:i + 900]
+            found.update(self.conn.execute(
+                f"SELECT content_hash, vector FROM embeddings WHERE content_hash IN ({','.join('?' * len(part))})", part))
+        todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
+        if todo:
+            embedder = self.embedder()
+            vectors = embedder.encode_documents([t for _, t in todo])
+            with self.conn:
+                self.conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?)",
+                                      [(h, embedder.identity, v.astype(np.float32).tobytes()) for (h, _), v in zip(todo, vectors)])
+            found.update({h: v.astype(np.float32).tobytes() for (h, _), v in zip(todo, vectors)})
+        return np.stack([np.frombuffer(found[h], dtype=np.float32) for h in hashes]) if hashes else np.zeros((0, 0), np.float32)
 
     # ---- vectors
     def embed_query(self, text: str):

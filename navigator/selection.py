@@ -18,8 +18,10 @@ definition line(s), decorators, headings and the enclosing lines of what is kept
 marker line "<indent>... (N lines)". Its charged cost is estimate_tokens of the text actually returned.
 
 About `reserve_fraction` of the budget is held back from the greedy pass for at most one large but
-necessary unit (top-ranked, or a symbol the question names) that a value-per-token pass would starve.
-If no such unit claims it, the reserve is released to a fill pass over what lost only to the budget.
+necessary unit (top-ranked, or a symbol the question names) that a value-per-token pass would starve:
+such a unit claims the slot when the walk reaches it, skipping the value-per-token test, and may use
+the reserve plus whatever the main share still has. If no unit claims it, the reserve is released to
+a fill pass over what lost only to the budget.
 
 All thresholds are named fields of SelectionParams, to be chosen by measurement.
 """
@@ -59,6 +61,8 @@ class SelectionParams:
     reserve_fraction: float = 0.20
     # A reserve unit must be ranked at least this high, or define a symbol the question names.
     reserve_max_rank: int = 3
+    # ... and may take at most this share of the budget, so the selection keeps room for other evidence.
+    reserve_max_share: float = 0.6
 
     # Relevance bar. Relative: score >= best - (1 - relative_bar) * |best|  (= relative_bar * best for
     # positive scores); works for cosines, BM25, RRF and logits alike.
@@ -473,30 +477,31 @@ def select_context(question: str, candidates: list[RetrievedChunk], budget: int,
             return True
         return False
 
-    # Pass 1: greedy over the ranking, with the reserve held back.
+    # Pass 1: greedy over the ranking with the reserve held back. A necessary unit that loses there
+    # (too big for what is left of the main share, or too costly per token) claims the reserve slot at
+    # once, before lower-ranked pieces can use up the room it needs.
     for pos, cand in enumerate(ranked):
         if not _clears_bar(cand, bar, params):
             left[pos] = _left_out(cand, REASON_BELOW_BAR, f"score {cand.score:.4g} under bar {bar:.4g}")
             continue
         above_bar += 1
         draft = draft_for(cand)
-        if not weigh(pos, draft, budget - reserve - state.spent, check_repay=True):
-            if left[pos].reason == REASON_BUDGET:
-                deferred.append((pos, draft))
-
-    # Pass 2: the reserve slot, for one large unit the question needs.
-    for pos, draft in deferred:
-        necessary = draft.cand.rank <= params.reserve_max_rank or _names_in_question(draft.cand.chunk, question)
-        if necessary and draft.tokens <= budget - state.spent and state.duplicate_of(draft) is None \
-                and state.informative(draft):
-            weigh(pos, draft, budget - state.spent, check_repay=False)
+        held_back = 0 if reserve_piece else reserve
+        if weigh(pos, draft, budget - held_back - state.spent, check_repay=True):
+            continue
+        if left[pos].reason != REASON_BUDGET:
+            continue
+        necessary = cand.rank <= params.reserve_max_rank or _names_in_question(cand.chunk, question)
+        if (reserve_piece is None and reserve > 0 and necessary
+                and draft.tokens <= params.reserve_max_share * budget
+                and weigh(pos, draft, budget - state.spent, check_repay=False)):
             reserve_piece = draft
-            break
+        else:
+            deferred.append((pos, draft))
 
-    # Pass 3: whatever is left of the budget (the reserve, if unclaimed) goes to what lost only to it.
+    # Pass 2: whatever is left of the budget (the reserve, if unclaimed) goes to what lost only to it.
     for pos, draft in deferred:
-        if draft is not reserve_piece:
-            weigh(pos, draft, budget - state.spent, check_repay=True)
+        weigh(pos, draft, budget - state.spent, check_repay=True)
 
     pieces = sorted((SelectedPiece(a.draft.cand.chunk, a.draft.span.text, a.draft.tokens, a.draft.cand.rank,
                                    a.draft.cand.score, dict(a.draft.cand.heads), a.draft.span.trimmed,

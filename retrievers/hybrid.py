@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from navigator.errors import IndexCorruptError, UsageError
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import HEAD as BM25_HEAD
 from retrievers.bm25 import NO_TERMS_NOTE, BM25Retriever
 from retrievers.fusion import DEFAULT_HEAD_WEIGHT, DEFAULT_RRF_K, default_candidate_depth, reciprocal_rank_fusion
+
+if TYPE_CHECKING:
+    from navigator.config import Config
+    from navigator.index import NavIndex
 
 VECTOR_HEAD = "vector"
 HEADS = (VECTOR_HEAD, BM25_HEAD)
@@ -86,7 +91,7 @@ class HybridSettings:
 class HybridRetriever(Retriever):
     name = "hybrid"
 
-    def __init__(self, index, config):
+    def __init__(self, index: "NavIndex", config: "Config"):
         super().__init__(index, config)
         self.settings = HybridSettings.from_extra(config.extra)
         self.bm25 = BM25Retriever(index, config)

@@ -23,6 +23,7 @@ _BUILTINS = {
     "bm25": "retrievers.bm25:BM25Retriever",
     "hybrid": "retrievers.hybrid:HybridRetriever",
     "rerank": "retrievers.rerank:RerankRetriever",
+    "baseline": "retrievers.baseline:NaiveVectorBaseline",  # naive def/class chunks + plain vector top-k
 }
 
 

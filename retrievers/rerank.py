@@ -10,6 +10,7 @@ Settings (environment, read through config):
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
 
     from chunkers.base import CodeChunk
+    from navigator.config import Config
+    from navigator.index import NavIndex
 
 HEAD = "rerank"
 BASE_ENV = "NAV_RERANK_BASE"
@@ -38,9 +41,10 @@ _MODEL_CACHE: dict[str, "CrossEncoder"] = {}
 
 
 def _download_hint(model: str) -> str:
-    return ("nav loads rerank models offline. On a machine with internet run "
-            f"`huggingface-cli download {model}` (it fills the Hugging Face cache; copy ~/.cache/huggingface "
-            "here), or save a CrossEncoder to a directory with model.save(DIR) and set NAV_RERANK_MODEL=DIR")
+    return ("nav loads rerank models offline only. On a machine with internet run "
+            f"`hf download {model}` (older huggingface_hub: `huggingface-cli download {model}`) and copy "
+            "~/.cache/huggingface/hub to this machine, or save a CrossEncoder with model.save(DIR) and set "
+            "NAV_RERANK_MODEL=DIR")
 
 
 def _looks_like_path(model: str) -> bool:
@@ -58,15 +62,23 @@ def load_cross_encoder(model: str) -> "CrossEncoder":
     if _looks_like_path(model):
         path = Path(model).expanduser()
         if not path.is_dir():
-            raise ModelError(f"rerank model directory not found: {path}", hint=_download_hint("<model-name>"))
+            raise ModelError(f"rerank model directory not found: {path}",
+                             hint="NAV_RERANK_MODEL must name a directory holding a saved CrossEncoder "
+                                  "(config.json, weights, tokenizer files), or a hub id already in the local cache")
         source = str(path)
+    # Same offline switches as the embedder: set before the hub libraries read them, never overriding the user.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from sentence_transformers import CrossEncoder
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()   # weight-loading bars on stderr are noise in nav's output
     try:
-        loaded = CrossEncoder(source, local_files_only=True)
+        loaded = CrossEncoder(source, device="cpu", local_files_only=True)
     except (OSError, ValueError) as exc:
         # OSError: not in the local cache / missing files; ValueError: a directory that holds no model.
-        raise ModelError(f"rerank model {model!r} not found locally ({type(exc).__name__}: {str(exc).splitlines()[0]})",
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        raise ModelError(f"rerank model {model!r} is not available locally ({type(exc).__name__}: {first_line})",
                          hint=_download_hint(model)) from exc
     _MODEL_CACHE[model] = loaded
     return loaded
@@ -93,7 +105,7 @@ def _parse_flag(name: str, value: str) -> bool:
 class RerankRetriever(Retriever):
     name = HEAD
 
-    def __init__(self, index, config, base: Retriever | None = None):
+    def __init__(self, index: "NavIndex", config: "Config", base: Retriever | None = None):
         """`base` is for tests and callers that already hold one; by default it comes from the registry."""
         super().__init__(index, config)
         extra = config.extra

@@ -230,6 +230,8 @@ class Tokenizer:
             term = self._normalize(part)
             if term is not None:
                 out.append(term)
+            if part in self.abbreviations:   # k8s -> kubernetes, not also k and 8
+                continue
             runs = _LETTER_AND_DIGIT_RUNS.findall(part)
             if len(runs) > 1:   # utf8 -> utf, 8
                 out.extend(t for t in map(self._normalize, runs) if t is not None)

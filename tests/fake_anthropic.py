@@ -16,12 +16,14 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any
 
 DEFAULT_USAGE = {"input_tokens": 11, "output_tokens": 7}
-FAST_RETRY_HEADERS = {"retry-after-ms": "1"}   # the SDK honours it, so retry tests take milliseconds
+FAST_RETRY_HEADERS = {"retry-after-ms": "1"}
+SHUTDOWN_POLL_S = 0.02   # the SDK honours it, so retry tests take milliseconds
 _ids = itertools.count(1)
 
 
@@ -41,7 +43,7 @@ class ScriptedResponse:
     delay_s: float = 0.0
 
 
-ScriptEntry = Union[ScriptedResponse, Callable[[RecordedRequest], ScriptedResponse]]
+ScriptEntry = ScriptedResponse | Callable[[RecordedRequest], ScriptedResponse]
 
 
 # ---- builders --------------------------------------------------------------------------------
@@ -110,7 +112,9 @@ class FakeAnthropic:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval: shutdown() waits up to one interval, once per test.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S},
+                                        daemon=True)
 
     def _next(self, request: RecordedRequest) -> ScriptedResponse:
         with self._lock:
@@ -127,6 +131,12 @@ class FakeAnthropic:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
+    @staticmethod
+    def sent_key(request: RecordedRequest) -> str | None:
+        """The credential the SDK sent: anthropic 2.x sends an API key as a Bearer token."""
+        bearer = request.headers.get("authorization", "")
+        return bearer.removeprefix("Bearer ") if bearer else request.headers.get("x-api-key")
+
     @property
     def message_bodies(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.path.startswith("/v1/messages")]
@@ -139,7 +149,7 @@ class FakeAnthropic:
         return anthropic.Anthropic(api_key="sk-ant-test-key", base_url=self.base_url, max_retries=max_retries,
                                    timeout=timeout, http_client=httpx2.Client(trust_env=False))
 
-    def __enter__(self) -> "FakeAnthropic":
+    def __enter__(self) -> FakeAnthropic:
         self._thread.start()
         return self
 

@@ -339,3 +339,12 @@ def test_real_files_are_fully_covered_by_disjoint_chunks_within_the_cap():
             if chunk.header:
                 assert chunk.header.split("\n")[0] not in ("", chunk.text.split("\n")[0])
     assert {"function", "class", "method", "imports", "constant"} <= kinds
+
+
+@pytest.mark.parametrize("name", ["data.py", "notes.md", "dump.txt"])
+def test_file_ending_in_a_line_longer_than_the_cap(name):
+    long_line = "BLOB = " + repr("z" * (2 * CHUNK_CHAR_CAP))
+    text = "intro = 1\n\n" + long_line  # the oversized line is the last row of the file and of its unit
+    chunks = chunk_file(name, text).chunks
+    assert_well_formed(name, text, chunks, disjoint=False)
+    assert chunks[-1].text == long_line

@@ -115,7 +115,7 @@ def test_benign_word_containing_rm_is_not_refused(sandbox: Path):
     ("cat src/app.py", lambda repo: (repo / "src/app.py").read_text()),
     ("cat src/../README.md", lambda repo: (repo / "README.md").read_text()),
     ("cat link_inside", lambda repo: (repo / "README.md").read_text()),
-    ("head -n 2 file.txt", lambda repo: "".join(f"{l}\n" for l in _lines_of(repo, "file.txt")[:2])),
+    ("head -n 2 file.txt", lambda repo: "".join(f"{line}\n" for line in _lines_of(repo, "file.txt")[:2])),
     ("tail -n 1 file.txt", lambda repo: _lines_of(repo, "file.txt")[-1] + "\n"),
     ("wc -l file.txt", lambda repo: f"{len(_lines_of(repo, 'file.txt'))} file.txt\n"),
     ("grep -rn \"def main\" src", lambda repo: "src/app.py:4:def main():\n"),
@@ -255,10 +255,15 @@ def test_git_ignores_programs_in_repository_config(tmp_path: Path):
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "init")
     (repo / "a.txt").write_text("one\ntwo\n")
-    markers = {name: tmp_path / f"ran-{name}" for name in ("textconv", "fsmonitor", "external")}
+    markers = {name: tmp_path / f"ran-{name}" for name in ("textconv", "fsmonitor", "external", "filter")}
     _git(repo, "config", "diff.evil.textconv", f"touch {markers['textconv']}; cat")
     _git(repo, "config", "core.fsmonitor", f"touch {markers['fsmonitor']}; true")
     _git(repo, "config", "diff.external", f"touch {markers['external']}; true")
+    (repo / ".gitattributes").write_text("* diff=evil filter=evil.v2\n")
+    _git(repo, "config", "filter.evil.v2.clean", f"touch {markers['filter']}; cat")
+    _git(repo, "config", "filter.evil.v2.smudge", "cat")
+    _git(repo, "config", "filter.evil.v2.required", "true")
+    os.utime(repo / "a.txt", (1_000_000_000, 1_000_000_000))   # stale stat data: git must re-read the file
 
     for command in ["git log -p -1", "git show", "git diff", "git status", "git blame a.txt", "git grep one"]:
         result = run_command(command, repo)
@@ -267,7 +272,7 @@ def test_git_ignores_programs_in_repository_config(tmp_path: Path):
 
     # The same repository run by plain git does run them: the test above is not vacuous.
     subprocess.run(["git", "diff"], cwd=repo, capture_output=True, check=False)
-    assert markers["fsmonitor"].exists() and markers["external"].exists()
+    assert markers["fsmonitor"].exists() and markers["external"].exists() and markers["filter"].exists()
 
 
 def test_git_does_not_climb_to_a_parent_repository(tmp_path: Path):

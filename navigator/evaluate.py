@@ -1,0 +1,106 @@
+"""Orchestration for `nav eval`, `nav ceiling` and `nav compare`: open the index, check the query set
+(format, leakage, unanswerable items), run each retriever over it, and hand the runs to the harness."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from navigator.config import Config
+from navigator.errors import InputError, UsageError
+
+CEILING_DEPTH = 200
+
+
+@dataclass
+class EvalOutput:
+    text: str
+    payload: dict
+
+
+def _parse_ints(value: str, flag: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"{flag} takes comma-separated whole numbers, got {value!r}") from None
+    if not out or any(v <= 0 for v in out):
+        raise UsageError(f"{flag} takes positive numbers, got {value!r}")
+    return out
+
+
+def _prepared(queries_path: str, repo: str | None, config: Config):
+    from navigator.evaluation import prepare_query_set
+    from navigator.index import NavIndex
+    path = Path(queries_path).expanduser()
+    if not path.is_file():
+        raise InputError(f"query file not found: {path}", hint="give a JSONL file in the format of shared/eval-format.md")
+    index = NavIndex.open(repo, config)
+    chunk_texts: dict[str, list[str]] = {}
+    for c in index.chunks():
+        chunk_texts.setdefault(c.path, []).append(c.text)
+    queries, unanswerable = prepare_query_set(path.resolve(), index.root, index.file_texts(), chunk_texts=chunk_texts)
+    return index, queries, unanswerable
+
+
+def _rank_fn(name: str, index, config: Config):
+    from retrievers.registry import get_retriever
+    retriever = get_retriever(name, index, config)
+    return lambda query, depth: retriever.retrieve(query, depth)
+
+
+def run_named(queries_path: str, repo: str | None, retrievers: list[str], *, ks=(1, 3, 5, 10), level="chunk",
+              depth: int | None = None, config: Config | None = None):
+    from navigator.evaluation import run_eval
+    config = config or Config.from_env()
+    index, queries, unanswerable = _prepared(queries_path, repo, config)
+    depth = depth or max(max(ks), 10)
+    meta = {"queries_file": str(Path(queries_path).resolve()), "repo": str(index.root),
+            "index_built_at": index.manifest.get("built_at"), "git_head": index.manifest.get("git_head"),
+            "chunk_count": index.chunk_count, "embedder": index.manifest.get("embedder")}
+    return {name: run_eval(queries, _rank_fn(name, index, config), ks=ks, depth=depth, level=level, retriever=name,
+                           unanswerable=unanswerable, meta=meta)
+            for name in retrievers}
+
+
+def evaluate(queries_path: str, repo: str | None, retrievers: list[str] | None, *, k: str = "1,3,5,10",
+             level: str = "chunk", heads: bool = False, depth: int | None = None) -> EvalOutput:
+    from navigator.evaluation import render_eval_table, with_head_views
+    config = Config.from_env()
+    names = retrievers or [config.retriever]
+    runs = run_named(queries_path, repo, names, ks=_parse_ints(k, "--k"), level=level, depth=depth, config=config)
+    views: dict = {}
+    for name, run in runs.items():
+        views.update(with_head_views(run) if heads else {name: run})
+    payload = {"runs": {name: run.to_json() for name, run in runs.items()}}
+    if len(runs) == 1:
+        payload = next(iter(runs.values())).to_json()
+    return EvalOutput(render_eval_table(views), payload)
+
+
+def ceiling(queries_path: str, repo: str | None, retriever: str | None, *, depth: int = CEILING_DEPTH,
+            pools: str = "5,10,20,50,100") -> EvalOutput:
+    from navigator.evaluation import render_ceiling_table
+    config = Config.from_env()
+    name = retriever or config.retriever
+    run = run_named(queries_path, repo, [name], ks=(1, 3, 5, 10), depth=depth, config=config)[name]
+    return EvalOutput(render_ceiling_table(run, pools=_parse_ints(pools, "--pools")), run.to_json())
+
+
+def compare(a: str, b: str, *, k: int = 5, seed: int = 0, queries_path: str | None = None,
+            repo: str | None = None) -> EvalOutput:
+    """A and B are saved `nav eval --json` runs, or retriever names run now on --queries."""
+    from navigator.evaluation import compare_runs, load_run, render_comparison
+    from retrievers.registry import registered_names
+    runs = []
+    for side in (a, b):
+        if Path(side).is_file():
+            runs.append(load_run(Path(side)))
+        elif side in registered_names():
+            if not queries_path:
+                raise UsageError(f"{side!r} is a retriever name: give --queries FILE (and --repo) to run it now")
+            runs.append(run_named(queries_path, repo, [side], ks=(1, 3, 5, 10))[side])
+        else:
+            raise InputError(f"{side!r} is neither a saved run (JSON file) nor a registered retriever",
+                             hint=f"registered retrievers: {', '.join(registered_names())}")
+    comparison = compare_runs(runs[0], runs[1], k=k, seed=seed)
+    return EvalOutput(render_comparison(comparison), json.loads(json.dumps(comparison, default=lambda o: o.__dict__)))
