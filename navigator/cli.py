@@ -44,6 +44,37 @@ def cmd_search(args) -> int:
     return 0
 
 
+def cmd_context(args) -> int:
+    from navigator.context import build_context
+    envelope = build_context(args.question, args.budget, args.repo, args.retriever)
+    _print_json(envelope.to_json()) if args.json else print(envelope.render_text())
+    return 0
+
+
+def cmd_ask(args) -> int:
+    from navigator.context import ask, build_context
+    from navigator.errors import MissingAPIKeyError
+
+    def show(event) -> None:
+        if args.verbose:
+            sys.stderr.write(f"[step {event.step}] {event.kind}: {event.detail}\n")
+
+    try:
+        answer = ask(args.question, args.repo, retriever_name=args.retriever, model=args.model,
+                     max_steps=args.max_steps, max_tokens=args.max_tokens, budget=args.budget, on_event=show)
+    except MissingAPIKeyError as exc:
+        # Still useful without a model: print the budgeted context the agent would have started from.
+        sys.stderr.write(exc.format() + "\n  Printing the budgeted context for the question instead.\n")
+        print(build_context(args.question, args.budget or 4000, args.repo, args.retriever).render_text())
+        return exc.exit_code
+    print(answer.text)
+    if answer.truncated:
+        print(f"\n[answer truncated: {answer.stopped_reason}]")
+    print(f"\n--\nfiles used: {', '.join(answer.files_used) or 'none'}\n"
+          f"steps: {answer.steps}; tokens in/out: {answer.input_tokens}/{answer.output_tokens}; stop: {answer.stopped_reason}")
+    return 0
+
+
 def _emit(output, as_json: bool, out_file: str | None = None) -> None:
     if out_file:
         with open(out_file, "w", encoding="utf-8") as fh:
@@ -52,7 +83,11 @@ def _emit(output, as_json: bool, out_file: str | None = None) -> None:
 
 
 def cmd_eval(args) -> int:
-    from navigator.evaluate import evaluate
+    from navigator.evaluate import evaluate, evaluate_budgets
+    if args.budget:
+        retriever = args.retriever[0] if args.retriever else None
+        _emit(evaluate_budgets(args.queries, args.repo, retriever, args.budget), args.json, args.out)
+        return 0
     _emit(evaluate(args.queries, args.repo, args.retriever, k=args.k, level=args.level, heads=args.heads,
                    depth=args.depth), args.json, args.out)
     return 0
@@ -98,6 +133,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     p.set_defaults(func=cmd_search)
 
+    p = sub.add_parser("context", help="a budgeted, self-describing selection of code for a question")
+    p.add_argument("question")
+    p.add_argument("--budget", type=int, default=2000, help="token budget (default 2000)")
+    p.add_argument("--repo", default=".")
+    p.add_argument("--retriever", default=None)
+    p.add_argument("--json", action="store_true", help="the envelope as JSON (keys documented in navigator/envelope.py)")
+    p.set_defaults(func=cmd_context)
+
+    p = sub.add_parser("ask", help="answer a question with an agent (Anthropic API) that searches, reads and greps")
+    p.add_argument("question")
+    p.add_argument("--repo", default=".")
+    p.add_argument("--retriever", default=None)
+    p.add_argument("--model", default=None, help="default $NAV_AGENT_MODEL or claude-sonnet-5-5")
+    p.add_argument("--max-steps", type=int, default=None, help="default $NAV_AGENT_MAX_STEPS or 12")
+    p.add_argument("--max-tokens", type=int, default=None, help="per model call; default $NAV_AGENT_MAX_TOKENS or 4096")
+    p.add_argument("--budget", type=int, default=None, help="tokens per search_code result; default $NAV_AGENT_BUDGET or 4000")
+    p.add_argument("-v", "--verbose", action="store_true", help="print each step to stderr")
+    p.set_defaults(func=cmd_ask)
+
     p = sub.add_parser("eval", help="measure retrieval on a query set (shared/eval-format.md)")
     p.add_argument("--queries", required=True, help="JSONL query set")
     p.add_argument("--repo", default=".", help="indexed repository root (default: .)")
@@ -109,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heads", action="store_true", help="add a column group per head (vector, bm25) beside the fused result")
     p.add_argument("--json", action="store_true", help="print every query's ranks as JSON (input to nav compare)")
     p.add_argument("--out", default=None, help="also save the JSON run to this file")
+    p.add_argument("--budget", default=None, metavar="N[,N...]",
+                   help="score what `nav context` returns at these token budgets, beside plain top-5")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("ceiling", help="where the expected chunks rank: what a perfect reranker could reach")

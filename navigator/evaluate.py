@@ -77,6 +77,29 @@ def evaluate(queries_path: str, repo: str | None, retrievers: list[str] | None, 
     return EvalOutput(render_eval_table(views), payload)
 
 
+def evaluate_budgets(queries_path: str, repo: str | None, retriever: str | None, budgets: str) -> EvalOutput:
+    """Score `nav context` at each budget against plain top-5 from the same retriever, query by query."""
+    from navigator.context import CANDIDATE_DEPTH
+    from navigator.evaluation.budget import render_budget_table, run_budget_eval
+    from navigator.evaluation.metrics import ChunkView
+    from navigator.selection import params_for_retriever, select_context
+    from retrievers.registry import get_retriever
+    config = Config.from_env()
+    name = retriever or config.retriever
+    index, queries, _ = _prepared(queries_path, repo, config)
+    ranker = get_retriever(name, index, config)
+    params = params_for_retriever(name)
+
+    def select(question, candidates, budget):
+        selection = select_context(question, candidates, budget, params)
+        return [ChunkView(p.chunk.path, p.text, p.tokens) for p in selection.pieces]
+
+    runs = run_budget_eval(queries, lambda q: ranker.retrieve(q, CANDIDATE_DEPTH), select,
+                           _parse_ints(budgets, "--budget"))
+    text = f"nav eval --budget: retriever {name}; {len(queries)} queries\n" + render_budget_table(runs)
+    return EvalOutput(text, {"retriever": name, "runs": {k: v.to_json() for k, v in runs.items()}})
+
+
 def ceiling(queries_path: str, repo: str | None, retriever: str | None, *, depth: int = CEILING_DEPTH,
             pools: str = "5,10,20,50,100") -> EvalOutput:
     from navigator.evaluation import render_ceiling_table

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from navigator.embedder import QUERY_CHAR_LIMIT
 from navigator.errors import IndexCorruptError, UsageError
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import HEAD as BM25_HEAD
@@ -115,6 +116,9 @@ class HybridRetriever(Retriever):
         head_results: dict[str, list[tuple[str, float]]] = {}
         if weights[VECTOR_HEAD] > 0:
             head_results[VECTOR_HEAD] = list(self.index.vector_search(query, depth))
+            if len(query) > QUERY_CHAR_LIMIT:
+                self._query_notes.append(f"vector: query of {len(query)} characters cut to its first "
+                                         f"{QUERY_CHAR_LIMIT} for the embedder (bm25 read all of it)")
         if weights[BM25_HEAD] > 0:
             head_results[BM25_HEAD] = [(r.chunk.id, r.score) for r in self.bm25.retrieve(query, depth)]
             for note in self.bm25.notes:

@@ -142,11 +142,12 @@ class RerankRetriever(Retriever):
             return []
         if k <= 0:
             return []
+        # The model first: a missing one fails before the base spends time embedding the query.
+        model = load_cross_encoder(self.model_name)
         # Re-score at least k so that every returned chunk carries a rerank score.
         candidates = self.base.retrieve(query, max(self.pool, k))
         if not candidates:
             return []
-        model = load_cross_encoder(self.model_name)
         ce_query = query
         if len(query) > MAX_QUERY_CHARS:
             ce_query = query[:MAX_QUERY_CHARS]

@@ -376,6 +376,7 @@ def test_hybrid_passes_the_full_long_query_to_both_heads():
     query = long_bug_report()
     results = retriever.retrieve(query, 5)
     assert index.vector_calls[-1][0] == query          # the vector head truncates for its embedder itself
+    assert any("vector: query of 20000 characters cut" in n for n in retriever.notes)
     assert len(results) == 5
     http = next(r for r in results if r.chunk.symbol == "Client.getHTTPResponse")
     assert http.heads["bm25"].rank == 1 and http.heads["vector"].rank == 2
