@@ -16,6 +16,10 @@ CHUNK_KINDS = (
     "constant", "function", "class", "method", "imports", "module_doc", "section", "text", "code",
 )
 
+# Bump when chunk boundaries, embed_text or token counts change: an index built by another version
+# re-chunks every file on its next run (embeddings of unchanged chunk texts are still reused).
+CHUNKER_VERSION = "2"
+
 # The token estimate. tiktoken cannot load an encoding offline here, so nav estimates:
 # every run of word characters counts ceil(len/4) tokens (BPE vocabularies hold common
 # 3-5 character pieces), every other non-space character counts one token. On Python source
@@ -58,12 +62,19 @@ class CodeChunk:
         if not self.id:
             object.__setattr__(self, "id", make_chunk_id(self.path, self.start_line, self.end_line, self.embed_text))
         if not self.tokens:
-            object.__setattr__(self, "tokens", estimate_tokens(self.embed_text))
+            # What nav hands a reader is the span itself; the context line and header are location metadata.
+            object.__setattr__(self, "tokens", estimate_tokens(self.text))
+
+    @property
+    def context_line(self) -> str:
+        """Where the chunk lives, in words a question may echo: its path and symbol."""
+        return f"{self.path}: {self.symbol}" if self.symbol else self.path
 
     @property
     def embed_text(self) -> str:
-        """The text that is embedded and indexed: the parent header, then the span."""
-        return f"{self.header}\n{self.text}" if self.header else self.text
+        """The text that is embedded and indexed: the context line, the parent header, then the span."""
+        parts = [self.context_line, self.header, self.text] if self.header else [self.context_line, self.text]
+        return "\n".join(parts)
 
     @property
     def content_hash(self) -> str:

@@ -178,6 +178,8 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
 
         known = {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT path, sha256, size, mtime_ns FROM files")}
         tok_version, document_tokens = _tokenizer()
+        from chunkers.base import CHUNKER_VERSION
+        rechunk_all = manifest.get("chunker_version") != CHUNKER_VERSION
         retokenize = tok_version is not None and manifest.get("tokenizer_version") != tok_version
 
         new_files: dict[str, tuple] = {}      # path -> (sha, size, mtime, parse_errors, decode_errors)
@@ -186,7 +188,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         present: set[str] = set()
         for f in walked.files:
             old = known.get(f.path)
-            if old is not None and (old[1], old[2]) == (f.size, f.mtime_ns):
+            if old is not None and (old[1], old[2]) == (f.size, f.mtime_ns) and not rechunk_all:
                 present.add(f.path)
                 continue
             src = read_source(f.abs_path)
@@ -199,7 +201,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
                 continue
             present.add(f.path)
             sha = _file_hash(raw)
-            if old is not None and old[0] == sha:
+            if old is not None and old[0] == sha and not rechunk_all:
                 touched_mtime.append((f.size, f.mtime_ns, f.path))
                 continue
             result = chunk_file(f.path, text)
@@ -251,6 +253,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
             "built_at_epoch": now, "git_head": git_head(repo_root), "root": str(repo_root),
             "files_indexed": files_indexed, "skipped": dict(skipped), "skip": skip_rules,
             "chunk_count": counts, "embedder": embedder.identity, "tokenizer_version": tok_version,
+            "chunker_version": CHUNKER_VERSION,
             "parse_error_files": agg[0] or 0, "decode_error_files": agg[1] or 0, "generation": generation,
         }
         store.set_meta(conn, "manifest", manifest)

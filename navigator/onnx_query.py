@@ -100,9 +100,10 @@ def read_layout(model_dir: Path) -> SentenceModelLayout:
     if "Pooling" in kinds:
         pooling = _read_json(model_dir / kinds["Pooling"]["path"] / "config.json")
         mode = pooling.get("pooling_mode")  # sentence-transformers >= 6
-        if mode is None:                    # older configs: one boolean per mode
-            mode = ",".join(k[len("pooling_mode_"):-len("_tokens")] if k.endswith("_tokens") else k[len("pooling_mode_"):]
-                            for k, v in pooling.items() if k.startswith("pooling_mode_") and v is True)
+        if mode is None:                    # older configs: one boolean per mode, e.g. pooling_mode_mean_tokens
+            enabled = sorted(k.removeprefix("pooling_mode_") for k, v in pooling.items()
+                             if k.startswith("pooling_mode_") and v is True)
+            mode = "mean" if enabled == ["mean_tokens"] else "+".join(enabled) or "none"
         if mode != "mean":
             raise ModelError(f"the model in {model_dir} pools with {mode!r}; the ONNX query path supports mean pooling",
                              hint="queries of this model keep using the torch path (slower to start)")

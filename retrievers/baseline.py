@@ -22,7 +22,7 @@ class NaiveVectorBaseline(Retriever):
             for path, text in sorted(self.index.file_texts().items()):
                 chunks.extend(naive_chunk_file(path, text))
             self._chunks = chunks
-            self._matrix = self.index.cached_embeddings([c.embed_text for c in chunks])
+            self._matrix = self.index.cached_embeddings([c.text for c in chunks])  # plain text: the baseline stays fixed
         return self._chunks, self._matrix
 
     def retrieve(self, query: str, k: int) -> list[RetrievedChunk]:

@@ -13,6 +13,7 @@ class VectorRetriever(Retriever):
         self.notes: list[str] = []
 
     def retrieve(self, query: str, k: int) -> list[RetrievedChunk]:
+        self.notes = []  # notes describe the latest query only
         if not query.strip():
             self.notes.append("empty query: nothing to search for")
             return []

@@ -46,8 +46,9 @@ def assert_well_formed(path: str, text: str, chunks: list[CodeChunk], *, disjoin
         assert chunk.text == lines.span_text(chunk.start_line - 1, chunk.end_line - 1), chunk.location
         assert chunk.text.strip(), f"blank chunk {chunk.location}"
         # The cap holds for header + text; only a single source line longer than the cap may exceed it.
-        assert not capped or len(chunk.embed_text) <= CHUNK_CHAR_CAP or chunk.start_line == chunk.end_line, \
-            (chunk.location, len(chunk.embed_text))
+        # (The context line "path: symbol" that embed_text starts with is location metadata on top of the cap.)
+        sized = len(chunk.embed_text) - len(chunk.context_line) - 1
+        assert not capped or sized <= CHUNK_CHAR_CAP or chunk.start_line == chunk.end_line, (chunk.location, sized)
         for row in range(chunk.start_line - 1, chunk.end_line):
             owners[row] += 1
     uncovered = [row + 1 for row in range(len(lines)) if not lines.blank[row] and owners[row] == 0]
@@ -214,7 +215,7 @@ def test_single_line_longer_than_cap_is_its_own_chunk():
     text = "def big():\n" + "    a = 1\n" * 3 + long_line + "\n    b = 2\n"
     chunks = chunk_file("big.py", text).chunks
     assert_well_formed("big.py", text, chunks, disjoint=True)
-    (oversized,) = [c for c in chunks if len(c.embed_text) > CHUNK_CHAR_CAP]
+    (oversized,) = [c for c in chunks if len(c.embed_text) - len(c.context_line) - 1 > CHUNK_CHAR_CAP]
     assert oversized.text == long_line and oversized.header == "def big():"
 
 

@@ -287,3 +287,14 @@ def test_index_dir_override(tmp_path, nav_env, monkeypatch):
     monkeypatch.setenv("NAV_INDEX_DIR", str(tmp_path / "elsewhere"))
     build(root)
     assert (tmp_path / "elsewhere" / "nav.db").exists() and not (root / ".nav").exists()
+
+
+def test_new_chunker_version_rechunks_everything_but_reuses_embeddings(tmp_path, nav_env, monkeypatch):
+    import chunkers.base
+    root = make_repo(tmp_path / "repo", modules=2)
+    first, _ = build(root)
+    monkeypatch.setattr(chunkers.base, "CHUNKER_VERSION", "test-next")
+    summary, spy = build(root)
+    assert summary.files_changed == first.files_indexed      # every file re-chunked
+    assert spy.texts == [] and summary.chunks == first.chunks  # same texts: nothing re-embedded
+    assert NavIndex.open(root).manifest["chunker_version"] == "test-next"
