@@ -99,7 +99,9 @@ class SelectionParams:
 
     # Span selection by rank: (max_rank, distinct query words a line must share). Ranks past the last
     # tier need span_min_shared_beyond. 0 keeps every line.
-    span_tiers: tuple[tuple[int, int], ...] = ((2, 0), (6, 1), (12, 2))
+    # Chosen with bench/selection_grid.py on the click set (rag-eval/README.md): whole to rank 5, because the
+    # answer line of a value lookup rarely shares a word with the question, and trimming ranks 3-5 lost it.
+    span_tiers: tuple[tuple[int, int], ...] = ((5, 0), (10, 1), (20, 2))
     span_min_shared_beyond: int = 3
     # Lines of context kept around each matching line.
     span_context_lines: int = 0
@@ -114,9 +116,14 @@ class SelectionParams:
 def params_for_retriever(retriever: str, **overrides) -> SelectionParams:
     """SelectionParams with the score floor that fits a built-in retriever's score scale."""
     floors: dict[str, float] = {"bm25": 0.0}  # BM25 0: no query term occurs in the chunk
+    # RRF scores are flat (rank 1 in one head = 1/61, in both = 2/61): a bar at half the best admits
+    # nearly everything, so hybrid needs a tighter relative bar (measured: bench/selection_grid.py).
+    bars: dict[str, float] = {"hybrid": 0.85}
     base: dict = {}
     if retriever in floors:
         base["min_score"] = floors[retriever]
+    if retriever in bars:
+        base["relative_bar"] = bars[retriever]
     base.update(overrides)
     return SelectionParams(**base)
 

@@ -17,6 +17,7 @@ from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import HEAD as BM25_HEAD
 from retrievers.bm25 import NO_TERMS_NOTE, BM25Retriever
 from retrievers.fusion import DEFAULT_HEAD_WEIGHT, DEFAULT_RRF_K, default_candidate_depth, reciprocal_rank_fusion
+from retrievers.vector import embedding_query
 
 if TYPE_CHECKING:
     from navigator.config import Config
@@ -115,9 +116,13 @@ class HybridRetriever(Retriever):
         weights = self.settings.weights
         head_results: dict[str, list[tuple[str, float]]] = {}
         if weights[VECTOR_HEAD] > 0:
-            head_results[VECTOR_HEAD] = list(self.index.vector_search(query, depth))
-            if len(query) > QUERY_CHAR_LIMIT:
-                self._query_notes.append(f"vector: query of {len(query)} characters cut to its first "
+            # The raw query goes to each head and each expands it once (bm25 through query_tokens).
+            text, expansion_note = embedding_query(query)
+            if expansion_note:
+                self._query_notes.append(f"vector: {expansion_note}")
+            head_results[VECTOR_HEAD] = list(self.index.vector_search(text, depth))
+            if len(text) > QUERY_CHAR_LIMIT:
+                self._query_notes.append(f"vector: query of {len(text)} characters cut to its first "
                                          f"{QUERY_CHAR_LIMIT} for the embedder (bm25 read all of it)")
         if weights[BM25_HEAD] > 0:
             head_results[BM25_HEAD] = [(r.chunk.id, r.score) for r in self.bm25.retrieve(query, depth)]

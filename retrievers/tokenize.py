@@ -39,6 +39,7 @@ from itertools import chain
 from pathlib import Path
 
 from navigator.errors import InputError
+from retrievers.crosslingual import expand_query
 
 TOKENIZER_CODE_VERSION = "code-tokens-1"
 USER_ABBREVIATIONS_ENV = "NAV_ABBREVIATIONS"
@@ -336,9 +337,11 @@ def document_tokens(text: str) -> list[str]:
 
 
 def query_tokens(text: str) -> list[str]:
-    """The BM25 terms of a query: the same analysis as documents, so both sides meet. The whole text is
+    """The BM25 terms of a query: the same analysis as documents, so both sides meet, after appending the
+    English words of the Chinese programming terms in it (retrievers.crosslingual.expand_query: the indexed
+    code is English). Queries only, so the glossary is not part of TOKENIZER_VERSION. The whole text is
     analysed however long it is; the BM25 retriever caps the number of distinct terms it scores."""
-    return current_tokenizer().tokens(text)
+    return current_tokenizer().tokens(expand_query(text))
 
 
 def __getattr__(name: str) -> str:

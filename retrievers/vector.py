@@ -3,6 +3,16 @@ from __future__ import annotations
 
 from navigator.embedder import QUERY_CHAR_LIMIT
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
+from retrievers.crosslingual import expand_query
+
+
+def embedding_query(query: str) -> tuple[str, str | None]:
+    """The text the embedder reads for `query`: the query with the English words of its Chinese programming
+    terms appended (retrievers.crosslingual; the embedder is English-only), and a note when that happened."""
+    expanded = expand_query(query)
+    if expanded == query:
+        return query, None
+    return expanded, f"query expanded for the embedder with glossary words: {expanded[len(query):].strip()}"
 
 
 class VectorRetriever(Retriever):
@@ -17,9 +27,12 @@ class VectorRetriever(Retriever):
         if not query.strip():
             self.notes.append("empty query: nothing to search for")
             return []
-        if len(query) > QUERY_CHAR_LIMIT:
-            self.notes.append(f"query of {len(query)} characters cut to its first {QUERY_CHAR_LIMIT} for the embedder")
-        hits = self.index.vector_search(query, k)
+        text, expansion_note = embedding_query(query)
+        if expansion_note:
+            self.notes.append(expansion_note)
+        if len(text) > QUERY_CHAR_LIMIT:
+            self.notes.append(f"query of {len(text)} characters cut to its first {QUERY_CHAR_LIMIT} for the embedder")
+        hits = self.index.vector_search(text, k)
         return [RetrievedChunk(chunk=self.index.chunk_by_id(cid), score=score, rank=i,
                                heads={"vector": HeadHit(i, score)})
                 for i, (cid, score) in enumerate(hits, start=1)]
