@@ -40,6 +40,7 @@ class IndexSummary:
     decode_error_files: int = 0
     seconds: float = 0.0
     model_loaded: bool = False
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -56,6 +57,7 @@ class IndexSummary:
             lines.append(f"  warnings {self.parse_error_files} files with syntax errors (chunked anyway), "
                          f"{self.decode_error_files} files with invalid UTF-8 (bad bytes replaced)")
         lines.append(f"  index    {self.index_dir}  ({self.seconds:.1f}s)")
+        lines.extend(f"  note     {n}" for n in self.notes)
         return "\n".join(lines)
 
 
@@ -218,7 +220,13 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         todo = [(h, t) for h, t in needed.items() if h not in cached]
         summary.chunks_embedded = len(todo)
         if todo:
-            summary.model_loaded = True
+            small = None
+            if embed_fn is None and len(todo) <= ONNX_SMALL_BATCH and onnx_enabled(config):
+                small = _onnx_encoder(index_dir, embedder.identity)
+            if small is not None:
+                embed_fn = lambda texts, on_batch=None: [small.encode(t) for t in texts]  # noqa: E731
+            else:
+                summary.model_loaded = True
             _embed_into_cache(conn, embedder, todo, progress_stream, embed_fn)
         store.set_meta(conn, "embedder", embedder.identity)
 
@@ -264,6 +272,8 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         _prune_cache(conn)
         sync_chroma(index_dir, conn)
         conn.close()
+        if counts and onnx_enabled(config):
+            summary.notes.extend(_ensure_onnx_export(index_dir, config, embedder.identity))
 
     summary.files_indexed = files_indexed
     summary.files_changed = len(new_files)
@@ -277,7 +287,37 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
     return summary
 
 
+# Up to this many new chunk texts are embedded through the ONNX export when there is one: a small
+# re-index then never imports torch (4+ s), at cosine >= 0.9999 to the torch embedding.
+ONNX_SMALL_BATCH = 64
+
+
+def onnx_enabled(config: Config) -> bool:
+    return config.extra.get("NAV_ONNX", "1") != "0"
+
+
+def _onnx_encoder(index_dir: Path, identity: str):
+    from navigator.onnx_query import OnnxQueryEncoder, is_exported, onnx_dir_for
+    onnx_dir = onnx_dir_for(index_dir, identity)
+    return OnnxQueryEncoder(onnx_dir) if is_exported(onnx_dir) else None
+
+
+def _ensure_onnx_export(index_dir: Path, config: Config, identity: str) -> list[str]:
+    """Export the embedder once for the torch-free query path. A failure only costs query speed."""
+    from navigator.errors import ModelError
+    from navigator.onnx_query import export_onnx, is_exported, onnx_dir_for
+    onnx_dir = onnx_dir_for(index_dir, identity)
+    if is_exported(onnx_dir):
+        return []
+    try:
+        export_onnx(config.embed_model, onnx_dir)
+    except ModelError as exc:
+        return [f"no ONNX query model ({exc.message}); queries use sentence-transformers (slower start)"]
+    return [f"exported the embedder to ONNX for fast queries: {onnx_dir}"]
+
+
 def _clear_index_dir(index_dir: Path) -> None:
+    shutil.rmtree(index_dir / "onnx", ignore_errors=True)
     for name in (store.DB_NAME, store.DB_NAME + "-wal", store.DB_NAME + "-shm"):
         (index_dir / name).unlink(missing_ok=True)
     shutil.rmtree(index_dir / store.CHROMA_DIR, ignore_errors=True)

