@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 NAV := $(VENV)/bin/nav
 STAMP := $(VENV)/.nav-installed
 
-.PHONY: install demo test bench corpus
+.PHONY: install demo test bench eval-report corpus
 
 install: $(STAMP)
 
@@ -28,3 +28,11 @@ corpus: $(STAMP)
 
 test: $(STAMP) corpus
 	$(PY) -m pytest -q
+
+# Speed figures and ratios to the targets (bench/README.md): small, medium and large corpora, ~12 min.
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+# Every retrieval table of rag-eval/README.md (EN and ZH, each retriever, ceiling, budget curve).
+eval-report: $(STAMP)
+	bash rag-eval/report.sh

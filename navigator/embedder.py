@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from navigator.config import DEFAULT_EMBED_MODEL
 from navigator.errors import ModelError

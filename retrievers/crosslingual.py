@@ -25,7 +25,6 @@ eval runs and caches that need to tell expansions apart. Computed on access, as 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -35,6 +34,7 @@ from importlib import resources
 from pathlib import Path
 
 from navigator.errors import InputError
+from retrievers.datafiles import read_user_file, user_file_key
 
 GLOSSARY_CODE_VERSION = "zh-en-glossary-1"
 USER_GLOSSARY_ENV = "NAV_GLOSSARY"
@@ -111,11 +111,6 @@ def parse_glossary(text: str, source: str) -> dict[str, tuple[str, ...]]:
     return terms
 
 
-def _user_glossary_path() -> Path | None:
-    value = os.environ.get(USER_GLOSSARY_ENV, "").strip()
-    return Path(value).expanduser() if value else None
-
-
 @lru_cache(maxsize=4)
 def _glossary_for(user_file: Path | None, user_mtime_ns: int | None) -> Glossary:
     # user_mtime_ns is part of the cache key only: an edited user file builds a new glossary.
@@ -123,11 +118,7 @@ def _glossary_for(user_file: Path | None, user_mtime_ns: int | None) -> Glossary
     terms = parse_glossary(shipped, f"retrievers/{_DATA_DIR}/{GLOSSARY_FILE}")
     digest = hashlib.sha256(shipped.encode())
     if user_file is not None:
-        try:
-            user_text = user_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"{USER_GLOSSARY_ENV} points to {user_file}, which cannot be read ({exc.strerror})",
-                             hint=f"create that TSV file, or unset {USER_GLOSSARY_ENV}") from exc
+        user_text = read_user_file(user_file, USER_GLOSSARY_ENV)
         terms.update(parse_glossary(user_text, str(user_file)))
         digest.update(b"\0" + user_text.encode())
     return Glossary(terms=terms, version=f"{GLOSSARY_CODE_VERSION}.{digest.hexdigest()[:_DIGEST_CHARS]}")
@@ -135,14 +126,7 @@ def _glossary_for(user_file: Path | None, user_mtime_ns: int | None) -> Glossary
 
 def current_glossary() -> Glossary:
     """The glossary for the current environment (NAV_GLOSSARY is read on every call; cheap)."""
-    user_file = _user_glossary_path()
-    mtime = None
-    if user_file is not None:
-        try:
-            mtime = user_file.stat().st_mtime_ns
-        except OSError:
-            mtime = None   # _glossary_for reports the unreadable file
-    return _glossary_for(user_file, mtime)
+    return _glossary_for(*user_file_key(USER_GLOSSARY_ENV))
 
 
 def glossary_version() -> str:

@@ -28,7 +28,6 @@ because NAV_ABBREVIATIONS is read at that moment.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from itertools import chain
 from pathlib import Path
 
 from navigator.errors import InputError
+from retrievers.datafiles import read_user_file, user_file_key
 from retrievers.crosslingual import expand_query
 
 TOKENIZER_CODE_VERSION = "code-tokens-1"
@@ -288,11 +288,6 @@ def build_abbreviation_map(groups: list[list[str]]) -> dict[str, str]:
     return mapping
 
 
-def _user_abbreviations_path() -> Path | None:
-    value = os.environ.get(USER_ABBREVIATIONS_ENV, "").strip()
-    return Path(value).expanduser() if value else None
-
-
 @lru_cache(maxsize=4)
 def _tokenizer_for(user_file: Path | None, user_mtime_ns: int | None) -> Tokenizer:
     # user_mtime_ns is part of the cache key only: an edited user file builds a new tokenizer.
@@ -301,11 +296,7 @@ def _tokenizer_for(user_file: Path | None, user_mtime_ns: int | None) -> Tokeniz
     groups = parse_abbreviations(abbr_text, f"retrievers/data/{ABBREVIATIONS_FILE}")
     digest = hashlib.sha256(stop_text.encode() + b"\0" + abbr_text.encode())
     if user_file is not None:
-        try:
-            user_text = user_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"{USER_ABBREVIATIONS_ENV} points to {user_file}, which cannot be read ({exc.strerror})",
-                             hint=f"create that TSV file, or unset {USER_ABBREVIATIONS_ENV}") from exc
+        user_text = read_user_file(user_file, USER_ABBREVIATIONS_ENV)
         groups += parse_abbreviations(user_text, str(user_file))
         digest.update(b"\0" + user_text.encode())
     return Tokenizer(
@@ -317,14 +308,7 @@ def _tokenizer_for(user_file: Path | None, user_mtime_ns: int | None) -> Tokeniz
 
 def current_tokenizer() -> Tokenizer:
     """The tokenizer for the current environment (NAV_ABBREVIATIONS is read on every call; cheap)."""
-    user_file = _user_abbreviations_path()
-    mtime = None
-    if user_file is not None:
-        try:
-            mtime = user_file.stat().st_mtime_ns
-        except OSError:
-            mtime = None   # _tokenizer_for reports the unreadable file
-    return _tokenizer_for(user_file, mtime)
+    return _tokenizer_for(*user_file_key(USER_ABBREVIATIONS_ENV))
 
 
 def tokenizer_version() -> str:

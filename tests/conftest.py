@@ -4,7 +4,6 @@ loading and encoding path in milliseconds instead of loading all-MiniLM-L6-v2.""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
