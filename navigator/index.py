@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,9 @@ from chunkers.base import CodeChunk
 from navigator import store
 from navigator.config import Config
 from navigator.errors import EmbedderMismatchError, IndexCorruptError, IndexMissingError, InputError
+
+# SQLite's default limit on bound parameters in one statement (999 before 3.32): ids are looked up in parts.
+SQLITE_MAX_PARAMS = 900
 
 
 def git_head(root: Path) -> str | None:
@@ -53,7 +57,7 @@ class NavIndex:
             raise IndexMissingError(f"the index at {index_dir} was never completed",
                                     hint=f"run `nav index {root}`")
         self._chunks: list[CodeChunk] | None = None
-        self._by_id: dict[str, CodeChunk] | None = None
+        self._by_id: dict[str, CodeChunk] = {}      # every chunk loaded so far, by id
         self._matrix = None
         self._collection = None
         self._query_encoder = None
@@ -70,24 +74,46 @@ class NavIndex:
         return index
 
     # ---- chunks
+    _CHUNK_COLUMNS = "id, path, start_line, end_line, kind, symbol, parent, header, text, tokens"
+
+    @staticmethod
+    def _chunk(row) -> CodeChunk:
+        return CodeChunk(id=row[0], path=row[1], start_line=row[2], end_line=row[3], kind=row[4], symbol=row[5],
+                         parent=row[6], header=row[7], text=row[8], tokens=row[9])
+
     def chunks(self) -> list[CodeChunk]:
+        """Every chunk, in corpus order (path, then position in the file). A query needs only a few:
+        chunks_by_ids / chunk_by_id load just those."""
         if self._chunks is None:
-            rows = self.conn.execute(
-                "SELECT id, path, start_line, end_line, kind, symbol, parent, header, text, tokens "
-                "FROM chunks ORDER BY path, seq").fetchall()
-            self._chunks = [CodeChunk(id=r[0], path=r[1], start_line=r[2], end_line=r[3], kind=r[4], symbol=r[5],
-                                      parent=r[6], header=r[7], text=r[8], tokens=r[9]) for r in rows]
+            rows = self.conn.execute(f"SELECT {self._CHUNK_COLUMNS} FROM chunks ORDER BY path, seq").fetchall()
+            self._chunks = [self._chunk(r) for r in rows]
             self._by_id = {c.id: c for c in self._chunks}
         return self._chunks
 
+    def chunks_by_ids(self, chunk_ids: Sequence[str]) -> dict[str, CodeChunk]:
+        """id -> chunk for the ids the index holds (others are left out), read with one query per
+        SQLITE_MAX_PARAMS ids and kept for the next call."""
+        wanted = [cid for cid in dict.fromkeys(chunk_ids) if cid not in self._by_id]
+        for i in range(0, len(wanted), SQLITE_MAX_PARAMS):
+            part = wanted[i:i + SQLITE_MAX_PARAMS]
+            rows = self.conn.execute(f"SELECT {self._CHUNK_COLUMNS} FROM chunks WHERE id IN "
+                                     f"({','.join('?' * len(part))})", part).fetchall()
+            self._by_id.update((r[0], self._chunk(r)) for r in rows)
+        return {cid: self._by_id[cid] for cid in chunk_ids if cid in self._by_id}
+
     def chunk_by_id(self, chunk_id: str) -> CodeChunk:
-        if self._by_id is None:
-            self.chunks()
+        """The chunk with this id; KeyError when the index holds none."""
+        if chunk_id not in self._by_id:
+            self.chunks_by_ids([chunk_id])
         return self._by_id[chunk_id]
 
     @property
     def chunk_count(self) -> int:
         return int(self.manifest.get("chunk_count", 0))
+
+    @property
+    def generation(self) -> int:
+        return int(self.manifest.get("generation", 0))
 
     @property
     def tokenizer_version(self) -> str | None:
@@ -106,6 +132,28 @@ class NavIndex:
         if any(r[1] is None for r in rows):
             return None
         return {r[0]: json.loads(r[1]) for r in rows}
+
+    def bm25_postings(self):
+        """(BM25Postings of the current generation, None), memory-mapped from <index_dir>/bm25/<generation>/,
+        or (None, why they cannot be used): none written for this generation (a run was killed before
+        writing them), another tokenizer, a damaged directory."""
+        from retrievers.bm25 import BM25Postings, BM25StateError
+        from retrievers.tokenize import tokenizer_version
+        directory = store.bm25_state_dir(self.index_dir, self.generation)
+        try:
+            postings, params = BM25Postings.load(directory)
+        except BM25StateError as exc:
+            return None, f"no stored BM25 state for index generation {self.generation} ({exc})"
+        if params.get("generation") != self.generation:
+            return None, (f"the stored BM25 state is of index generation {params.get('generation')}, "
+                          f"the index is at {self.generation}")
+        current = tokenizer_version()
+        if params.get("tokenizer_version") != current:
+            return None, (f"the stored BM25 state was built with tokenizer {params.get('tokenizer_version')}, "
+                          f"current is {current}")
+        if postings.n_docs != self.chunk_count:
+            return None, f"the stored BM25 state holds {postings.n_docs} chunks, the index {self.chunk_count}"
+        return postings, None
 
     def file_texts(self) -> dict[str, str]:
         """The indexed corpus as files (path -> text), rebuilt from the chunks' spans. The chunker covers
@@ -127,8 +175,8 @@ class NavIndex:
         from chunkers.base import content_hash
         hashes = [content_hash(t) for t in texts]
         found: dict[str, bytes] = {}
-        for i in range(0, len(hashes), 900):
-            part = hashes[i:i + 900]
+        for i in range(0, len(hashes), SQLITE_MAX_PARAMS):
+            part = hashes[i:i + SQLITE_MAX_PARAMS]
             found.update(self.conn.execute(
                 f"SELECT content_hash, vector FROM embeddings WHERE content_hash IN ({','.join('?' * len(part))})", part))
         todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())

@@ -186,6 +186,10 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
 
         new_files: dict[str, tuple] = {}      # path -> (sha, size, mtime, parse_errors, decode_errors)
         new_chunks: dict[str, list] = {}      # path -> [CodeChunk]
+        # BM25 terms of each new chunk: the JSON list nav.db keeps, and term ids for the persisted postings.
+        token_json: dict[str, str] = {}
+        new_terms: dict[str, object] = {}     # chunk id -> int32 term ids under `encoder`
+        encoder = _term_encoder() if document_tokens else None
         touched_mtime: list[tuple] = []       # unchanged content, new mtime
         present: set[str] = set()
         for f in walked.files:
@@ -209,6 +213,11 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
             result = chunk_file(f.path, text)
             new_files[f.path] = (sha, f.size, f.mtime_ns, result.parse_errors, int(src.decode_error))
             new_chunks[f.path] = result.chunks
+            if document_tokens:
+                for c in result.chunks:
+                    tokens = document_tokens(c.embed_text)
+                    token_json[c.id] = json.dumps(tokens)
+                    new_terms[c.id] = encoder.encode(tokens)
         deleted = [p for p in known if p not in present]
 
         # Embed each distinct chunk text that has no cached vector, committing as we go.
@@ -221,7 +230,13 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         summary.chunks_embedded = len(todo)
         if todo:
             small = None
-            if embed_fn is None and len(todo) <= ONNX_SMALL_BATCH and onnx_enabled(config):
+            use_onnx = embed_fn is None and onnx_enabled(config)
+            if use_onnx and len(todo) > ONNX_SMALL_BATCH:
+                # torch is loaded for this run anyway: export now, so the export's own copy of the model is
+                # freed before the embedding loop instead of adding to its peak at the end of the run.
+                summary.notes.extend(_ensure_onnx_export(index_dir, config, embedder.identity))
+                release_freed_memory()
+            elif use_onnx:
                 small = _onnx_encoder(index_dir, embedder.identity)
             if small is not None:
                 embed_fn = lambda texts, on_batch=None: [small.encode(t) for t in texts]  # noqa: E731
@@ -232,24 +247,34 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
 
         # One transaction swaps in this run's files and chunks: a kill before COMMIT changes nothing.
         conn.execute("BEGIN IMMEDIATE")
+        replaced_ids: set[str] = set()        # ids of the chunks this run removes (some come back unchanged)
         for path in deleted:
+            replaced_ids.update(r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,)))
             conn.execute("DELETE FROM files WHERE path=?", (path,))
             conn.execute("DELETE FROM chunks WHERE path=?", (path,))
         for size, mtime, path in touched_mtime:
             conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime, path))
         for path, (sha, size, mtime, perr, derr) in new_files.items():
+            replaced_ids.update(r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,)))
             conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)", (path, sha, size, mtime, perr, derr))
             conn.execute("DELETE FROM chunks WHERE path=?", (path,))
             conn.executemany(
                 "INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(c.id, c.path, seq, c.start_line, c.end_line, c.kind, c.symbol, c.parent, c.header, c.text,
-                  c.content_hash, c.tokens,
-                  json.dumps(document_tokens(c.embed_text)) if document_tokens else None)
+                  c.content_hash, c.tokens, token_json.get(c.id))
                  for seq, c in enumerate(new_chunks[path])])
+        token_json.clear()
         if retokenize and document_tokens:
-            rows = conn.execute("SELECT id, header, text FROM chunks").fetchall()
-            conn.executemany("UPDATE chunks SET bm25_tokens=? WHERE id=?",
-                             [(json.dumps(document_tokens(f"{h}\n{t}" if h else t)), i) for i, h, t in rows])
+            # Every stored token list is from another tokenizer: redo them all (this run's are current).
+            from navigator.index import NavIndex
+            updates = []
+            for row in conn.execute(f"SELECT {NavIndex._CHUNK_COLUMNS} FROM chunks"):
+                if row[0] not in new_terms:
+                    tokens = document_tokens(NavIndex._chunk(row).embed_text)
+                    updates.append((json.dumps(tokens), row[0]))
+                    new_terms[row[0]] = encoder.encode(tokens)
+            conn.executemany("UPDATE chunks SET bm25_tokens=? WHERE id=?", updates)
+            del updates
         generation = int(store.get_meta(conn, "generation", 0)) + 1
         counts = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         files_indexed = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
@@ -270,7 +295,11 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         # Drop cached vectors no chunk uses any more only when the cache has grown well past the index,
         # so switching back and forth between branches stays free.
         _prune_cache(conn)
-        sync_chroma(index_dir, conn)
+        if tok_version is not None:
+            summary.notes.extend(write_bm25_state(index_dir, conn, generation, tok_version, new_terms, encoder))
+        new_terms.clear()
+        added_ids = {c.id for chunks in new_chunks.values() for c in chunks}
+        sync_chroma(index_dir, conn, changes=(replaced_ids - added_ids, added_ids - replaced_ids))
         conn.close()
         if counts and onnx_enabled(config):
             summary.notes.extend(_ensure_onnx_export(index_dir, config, embedder.identity))

@@ -2,6 +2,8 @@
 
     <index_dir>/nav.db     files, chunks, the embedding cache (keyed by chunk content hash), meta/manifest
     <index_dir>/chroma/    chromadb persistent collection of the current chunks' vectors (cosine)
+    <index_dir>/bm25/<generation>/   the BM25 postings of that generation's chunks (retrievers.bm25.BM25Postings:
+                           numpy arrays, the term list, params.json with the generation and tokenizer version)
     <index_dir>/lock       held (flock) by the one `nav index` run allowed at a time
 
 Crash safety: embeddings are committed batch by batch into the cache as they are computed, but the files
@@ -9,6 +11,10 @@ and chunks of a run replace the old ones in a single transaction at the end. A r
 therefore leaves the previous index intact, and the next run re-embeds nothing that was already computed.
 The chroma collection is synced from nav.db after that commit and carries the generation it was synced to;
 a mismatch (a run killed mid-sync, a damaged chroma directory) is repaired from nav.db without re-embedding.
+The BM25 postings are written after that commit too, into a temporary directory renamed to the new
+generation's name, so a directory under bm25/ is always complete; a query that finds none for the current
+generation (a run killed before writing it) rebuilds the statistics in memory and says so, and the next
+run writes it again.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ DB_NAME = "nav.db"
 CHROMA_DIR = "chroma"
 COLLECTION = "chunks"
 CHROMA_BATCH = 4000  # below chromadb's max batch size (5461 on this build)
+BM25_DIR = "bm25"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -79,3 +86,8 @@ def open_collection(index_dir: Path):
                                        settings=Settings(anonymized_telemetry=False, allow_reset=True))
     return client, client.get_or_create_collection(COLLECTION, embedding_function=None,
                                                    metadata={"hnsw:space": "cosine"})
+
+
+def bm25_state_dir(index_dir: Path, generation: int) -> Path:
+    """Where the BM25 postings of index generation `generation` live."""
+    return index_dir / BM25_DIR / str(int(generation))
