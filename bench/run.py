@@ -201,12 +201,13 @@ def percentile(samples: list[float], q: float) -> float:
 def corpus_flops(index_dir: Path, model_shape: ceiling.ModelShape) -> tuple[int, int, float]:
     """(distinct chunk texts, their word pieces, their FLOPs) of the index: what the embedder had to do."""
     import sqlite3
+    from navigator.index import CHUNK_COLUMNS, chunk_from_row
     conn = sqlite3.connect(index_dir / "nav.db")
     try:
-        rows = conn.execute("SELECT header, text FROM chunks GROUP BY content_hash").fetchall()
+        rows = conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks GROUP BY content_hash").fetchall()
     finally:
         conn.close()
-    texts = [f"{h}\n{t}" if h else t for h, t in rows]
+    texts = [chunk_from_row(r).embed_text for r in rows]   # what the embedder read: context line, header, text
     pieces = ceiling.token_counts(texts)
     return len(texts), sum(pieces), sum(ceiling.flops_per_sequence(model_shape, n) for n in pieces)
 
@@ -298,12 +299,35 @@ def query_encoder_latencies(onnx_dir: Path, model_name: str) -> dict:
     return out
 
 
+STAGE_RUNS = 3
+
+
+def stage_breakdown(tree: Path, index_dir: Path, edit_target: Path) -> dict:
+    """Stage times (bench/stages.py) of a cold `nav search`, median of STAGE_RUNS processes, and of one
+    `nav index` after one more one-line edit of `edit_target`."""
+    script = [sys.executable, str(REPO_ROOT / "bench" / "stages.py")]
+    env = nav_env(index_dir)
+    runs = []
+    for i in range(STAGE_RUNS):
+        run = run_process(script + ["search", str(tree), QUERIES[(i + 3) % len(QUERIES)]], env)
+        if run.returncode != 0:
+            return {"error": run.stderr.strip()[-300:]}
+        runs.append(json.loads(run.stdout))
+    search = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+    edit_file(edit_target, "stages")
+    run = run_process(script + ["index", str(tree)], env)
+    if run.returncode != 0:
+        return {"search": search, "error": run.stderr.strip()[-300:]}
+    return {"search": search, "index_one_file": json.loads(run.stdout)}
+
+
 def cold_breakdown(onnx_dir: Path | None) -> dict:
     """Process start to exit for the imports a query process may pay for (median of 3 runs each)."""
     probes = {
         "python -c pass": "pass",
         "import navigator.cli": "import navigator.cli",
         "import chromadb": "import chromadb",
+        "import chromadb as nav does (GC paused, then frozen)": "from navigator.store import import_chromadb; import_chromadb()",
         "import numpy": "import numpy",
         "import torch + sentence_transformers": "import torch, sentence_transformers",
     }
@@ -359,6 +383,7 @@ def bench_size(size: str, args, workdir: Path, model_shape, measured_ceiling: di
 
     files = python_files(tree)
     by_size = sorted(files, key=lambda p: (p.stat().st_size, str(p)))
+    result["edited_file"] = str(by_size[len(by_size) // 2])
     edit_file(by_size[len(by_size) // 2], "one")
     log(f"[{size}] re-index after editing one file ...")
     run, summary = nav_index(tree, index_dir)
@@ -501,6 +526,15 @@ def print_report(report: dict) -> None:
     print("\ncold start of the pieces a query process may import (median of 3, process start to exit)")
     for label, row in report["cold_breakdown"].items():
         print(f"  {label:<48} {fmt(row.get('median_s'), ' s') if 'median_s' in row else 'failed: ' + row['error']}")
+    stages = report.get("stages", {})
+    for part, title in (("search", f"cold nav search, stage by stage (median of {STAGE_RUNS} processes)"),
+                        ("index_one_file", "nav index after a one-line edit, stage by stage")):
+        if part in stages:
+            print(f"\n{title}, {stages['corpus']} (ms; process start-up and exit not included)")
+            for label, ms in stages[part].items():
+                print(f"  {label:<56} {fmt(ms):>8}")
+    if "error" in stages:
+        print(f"\nstage breakdown failed: {stages['error']}")
     print("\nwarm embedding of one query, in-process")
     for name, row in report["query_encoder_warm"].items():
         print(f"  {name:<8} p50 {fmt(row['p50_ms'], ' ms'):>9}   p95 {fmt(row['p95_ms'], ' ms'):>9}")
@@ -543,6 +577,10 @@ def main() -> int:
         for size in sizes:
             report["sizes"][size] = bench_size(size, args, workdir, model_shape, report["ceiling"])
             save(report, args.out)  # a long run stopped later keeps the sizes already measured
+        largest = report["sizes"][max(sizes, key=lambda s: report["sizes"][s]["chunks"])]
+        log("stage times of a cold search and a one-file re-index on the largest corpus ...")
+        report["stages"] = stage_breakdown(Path(largest["tree"]), Path(largest["index_dir"]), Path(largest["edited_file"]))
+        report["stages"]["corpus"] = largest["corpus"]
         first_index = Path(report["sizes"][sizes[0]]["index_dir"])
         onnx_dir = export_onnx(config.embed_model, onnx_dir_for(first_index, config.embed_model))
     except corpora.BenchError as exc:

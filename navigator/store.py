@@ -18,8 +18,10 @@ run writes it again.
 """
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
+import sys
 from pathlib import Path
 
 from navigator.errors import IndexCorruptError, IndexMissingError
@@ -30,6 +32,8 @@ CHROMA_DIR = "chroma"
 COLLECTION = "chunks"
 CHROMA_BATCH = 4000  # below chromadb's max batch size (5461 on this build)
 BM25_DIR = "bm25"
+# Below SQLite's limit on bound parameters in one statement (999 before 3.32): ids are looked up in parts.
+SQLITE_MAX_PARAMS = 900
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,6 +45,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     end_line INTEGER NOT NULL, kind TEXT NOT NULL, symbol TEXT, parent TEXT, header TEXT NOT NULL,
     text TEXT NOT NULL, content_hash TEXT NOT NULL, tokens INTEGER NOT NULL, bm25_tokens TEXT);
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+-- Corpus order with the ids, for NavIndex.chunks() and the BM25 postings: a covering scan instead of a sort.
+CREATE INDEX IF NOT EXISTS chunks_order ON chunks(path, seq, id);
 CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL);
 """
 
@@ -77,10 +83,29 @@ def set_meta(conn: sqlite3.Connection, key: str, value) -> None:
     conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
 
+def import_chromadb():
+    """Import chromadb with the cyclic garbage collector paused, then move what the import created to the
+    collector's permanent generation (gc.freeze). The import creates several hundred thousand objects:
+    the collector otherwise runs dozens of times during it and walks them all again at interpreter exit.
+    Measured, `python -c "import chromadb"`: 0.63 s -> 0.50 s. Frozen objects are never freed by the
+    collector, which costs nothing here: modules live as long as the process."""
+    if "chromadb" in sys.modules:
+        return sys.modules["chromadb"]
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        import chromadb
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+    return chromadb
+
+
 def open_collection(index_dir: Path):
     """The chromadb collection, with telemetry off and no embedding function: nav passes every vector
     itself, so chromadb never downloads its default model."""
-    import chromadb
+    chromadb = import_chromadb()
     from chromadb.config import Settings
     client = chromadb.PersistentClient(path=str(index_dir / CHROMA_DIR),
                                        settings=Settings(anonymized_telemetry=False, allow_reset=True))
