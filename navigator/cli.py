@@ -64,7 +64,9 @@ def cmd_ask(args) -> int:
     except MissingAPIKeyError as exc:
         # Still useful without a model: print the budgeted context the agent would have started from.
         sys.stderr.write(exc.format() + "\n  Printing the budgeted context for the question instead.\n")
-        print(build_context(args.question, args.budget or 4000, args.repo, args.retriever).render_text())
+        from agent_loop.settings import resolve_settings
+        budget = resolve_settings(budget=args.budget).budget  # the agent's own search budget
+        print(build_context(args.question, budget, args.repo, args.retriever).render_text())
         return exc.exit_code
     print(answer.text)
     if answer.truncated:
@@ -105,6 +107,7 @@ def cmd_compare(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from navigator.context import DEFAULT_BUDGET  # light: config and errors only
     parser = argparse.ArgumentParser(prog="nav", description="Index a local repository and find the code that answers a question.",
                                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -134,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("context", help="a budgeted, self-describing selection of code for a question")
     p.add_argument("question")
-    p.add_argument("--budget", type=int, default=2000, help="token budget (default 2000)")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget (default {DEFAULT_BUDGET})")
     p.add_argument("--repo", default=".")
     p.add_argument("--retriever", default=None)
     p.add_argument("--json", action="store_true", help="the envelope as JSON (keys documented in navigator/envelope.py)")

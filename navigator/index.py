@@ -97,11 +97,8 @@ class NavIndex:
         """id -> chunk for the ids the index holds (others are left out), read with one query per
         store.SQLITE_MAX_PARAMS ids and kept for the next call."""
         wanted = [cid for cid in dict.fromkeys(chunk_ids) if cid not in self._by_id]
-        for i in range(0, len(wanted), store.SQLITE_MAX_PARAMS):
-            part = wanted[i:i + store.SQLITE_MAX_PARAMS]
-            rows = self.conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN "
-                                     f"({','.join('?' * len(part))})", part).fetchall()
-            self._by_id.update((r[0], chunk_from_row(r)) for r in rows)
+        rows = store.select_where_in(self.conn, f"SELECT {CHUNK_COLUMNS} FROM chunks", "id", wanted)
+        self._by_id.update((r[0], chunk_from_row(r)) for r in rows)
         return {cid: self._by_id[cid] for cid in chunk_ids if cid in self._by_id}
 
     def chunk_by_id(self, chunk_id: str) -> CodeChunk:
@@ -177,11 +174,8 @@ class NavIndex:
         import numpy as np
         from chunkers.base import content_hash
         hashes = [content_hash(t) for t in texts]
-        found: dict[str, bytes] = {}
-        for i in range(0, len(hashes), store.SQLITE_MAX_PARAMS):
-            part = hashes[i:i + store.SQLITE_MAX_PARAMS]
-            found.update(self.conn.execute(
-                f"SELECT content_hash, vector FROM embeddings WHERE content_hash IN ({','.join('?' * len(part))})", part))
+        found: dict[str, bytes] = dict(store.select_where_in(
+            self.conn, "SELECT content_hash, vector FROM embeddings", "content_hash", hashes))
         todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
         if todo:
             embedder = self.embedder()

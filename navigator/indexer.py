@@ -375,12 +375,7 @@ def _clear_index_dir(index_dir: Path) -> None:
 
 
 def _cached_hashes(conn: sqlite3.Connection, hashes: list[str]) -> set[str]:
-    found: set[str] = set()
-    for i in range(0, len(hashes), store.SQLITE_MAX_PARAMS):
-        part = hashes[i:i + store.SQLITE_MAX_PARAMS]
-        found.update(r[0] for r in conn.execute(
-            f"SELECT content_hash FROM embeddings WHERE content_hash IN ({','.join('?' * len(part))})", part))
-    return found
+    return {r[0] for r in store.select_where_in(conn, "SELECT content_hash FROM embeddings", "content_hash", hashes)}
 
 
 def _embed_into_cache(conn, embedder, todo: list[tuple[str, str]], progress_stream, embed_fn) -> None:
@@ -464,10 +459,8 @@ def write_bm25_state(index_dir: Path, conn: sqlite3.Connection, generation: int,
     notes = []
     if missing and base.n_docs:
         notes.append(f"bm25: {len(missing)} chunks were missing from the stored BM25 state; read from their token lists")
-    for i in range(0, len(missing), store.SQLITE_MAX_PARAMS):
-        part = missing[i:i + store.SQLITE_MAX_PARAMS]
-        for cid, tokens in conn.execute(f"SELECT id, bm25_tokens FROM chunks WHERE id IN ({','.join('?' * len(part))})", part):
-            new_terms[cid] = encoder.encode(json.loads(tokens) if tokens is not None else [])
+    for cid, tokens in store.select_where_in(conn, "SELECT id, bm25_tokens FROM chunks", "id", missing):
+        new_terms[cid] = encoder.encode(json.loads(tokens) if tokens is not None else [])
     postings = base.updated(order, new_terms, encoder)
     staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=bm25_root))
     try:
@@ -528,32 +521,35 @@ def sync_chroma(index_dir: Path, conn: sqlite3.Connection,
         client, collection = store.open_collection(index_dir)
         have, in_step = set(), False
 
-    def upsert(rows: list) -> None:
-        collection.upsert(ids=[r[0] for r in rows],
-                          embeddings=np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]))
+    def upsert(page: list) -> None:
+        collection.upsert(ids=[r[0] for r in page],
+                          embeddings=np.stack([np.frombuffer(r[1], dtype=np.float32) for r in page]))
+
+    def upsert_in_pages(rows) -> None:
+        page: list = []
+        for row in rows:
+            page.append(row)
+            if len(page) == store.CHROMA_BATCH:
+                upsert(page)
+                page = []
+        if page:
+            upsert(page)
 
     vectors = "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
     if in_step:
         removed, added = changes
         stale = sorted(removed)
-        added = sorted(added)
-        for i in range(0, len(added), store.SQLITE_MAX_PARAMS):
-            part = added[i:i + store.SQLITE_MAX_PARAMS]
-            rows = conn.execute(f"{vectors} WHERE c.id IN ({','.join('?' * len(part))})", part).fetchall()
-            if rows:
-                upsert(rows)
+        upsert_in_pages(store.select_where_in(conn, vectors, "c.id", sorted(added)))
     else:
         want: set[str] = set()
-        page: list = []
-        for row in conn.execute(vectors):
-            want.add(row[0])
-            if row[0] not in have:
-                page.append(row)
-                if len(page) == store.CHROMA_BATCH:
-                    upsert(page)
-                    page = []
-        if page:
-            upsert(page)
+
+        def not_in_chroma():
+            for row in conn.execute(vectors):
+                want.add(row[0])
+                if row[0] not in have:
+                    yield row
+
+        upsert_in_pages(not_in_chroma())
         stale = sorted(have - want)
     for i in range(0, len(stale), store.CHROMA_BATCH):
         collection.delete(ids=stale[i:i + store.CHROMA_BATCH])

@@ -74,6 +74,14 @@ def connect(index_dir: Path, *, create: bool) -> sqlite3.Connection:
     return conn
 
 
+def select_where_in(conn: sqlite3.Connection, select: str, column: str, values):
+    """The rows of `select WHERE column IN (values)`, asked in parts of SQLITE_MAX_PARAMS values."""
+    values = list(values)
+    for i in range(0, len(values), SQLITE_MAX_PARAMS):
+        part = values[i:i + SQLITE_MAX_PARAMS]
+        yield from conn.execute(f"{select} WHERE {column} IN ({','.join('?' * len(part))})", part)
+
+
 def get_meta(conn: sqlite3.Connection, key: str, default=None):
     row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
     return json.loads(row[0]) if row else default

@@ -17,8 +17,6 @@ DEFAULT_SKIP_DIRS = frozenset({
 DEFAULT_SKIP_FILE_GLOBS = ("*.lock", "package-lock.json", "*.min.js", "*.min.css", "*.map", "*.svg", "*.pyc")
 BINARY_SNIFF_BYTES = 8192
 
-SKIP_REASONS = ("ignored", "skip_rule", "symlink", "too_large", "binary", "unreadable")
-
 
 @dataclass(frozen=True)
 class SourceFile:
