@@ -17,12 +17,9 @@ Usage:  python bench/corpora.py [--sizes small,medium,large] [--count]
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
-import subprocess
 import sys
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +27,6 @@ from pathlib import Path
 BENCH_DIR_ENV = "NAV_BENCH_DIR"
 DEFAULT_BENCH_DIR = Path("~/.cache/nav/bench")
 MARKER_NAME = ".nav-bench-sha256"
-HASH_BLOCK_BYTES = 1 << 20
 DOWNLOAD_TIMEOUT_S = 600
 
 
@@ -93,57 +89,34 @@ def ensure_sdist(sdist: Sdist) -> Path:
     if root.exists():
         shutil.rmtree(root)  # ours (under the bench dir) but unfinished or of another hash
     root.parent.mkdir(parents=True, exist_ok=True)
+    fetch = _fetcher()
     with tempfile.TemporaryDirectory(prefix="nav-bench-", dir=root.parent) as scratch:
         scratch_dir = Path(scratch)
-        archive = _download(sdist, scratch_dir / "download")
-        actual = _sha256(archive)
-        if actual != sdist.sha256:
-            raise BenchError(f"{archive.name}: sha256 {actual}, expected {sdist.sha256}; refusing a different file")
-        tree = _extract(archive, scratch_dir / "unpacked")
+        (scratch_dir / "download").mkdir()
+        (scratch_dir / "unpacked").mkdir()
+        try:
+            archive = fetch.download_sdist(sdist.name, sdist.version, scratch_dir / "download",
+                                           timeout=DOWNLOAD_TIMEOUT_S)
+            actual = fetch.sha256_of(archive)
+            if actual != sdist.sha256:
+                raise BenchError(f"{archive.name}: sha256 {actual}, expected {sdist.sha256}; refusing a different file")
+            tree = fetch.safe_extract(archive, scratch_dir / "unpacked")
+        except fetch.CorpusError as exc:
+            raise BenchError(str(exc)) from exc
         (tree / MARKER_NAME).write_text(sdist.sha256 + "\n")
         os.replace(tree, root)
     return root
 
 
-def _download(sdist: Sdist, into: Path) -> Path:
-    into.mkdir(parents=True)
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-               "--disable-pip-version-check", "-q", sdist.requirement, "-d", str(into)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S)
-    if done.returncode != 0:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-        raise BenchError(f"pip download {sdist.requirement} failed (exit {done.returncode}): {tail}")
-    archives = [p for p in into.iterdir() if p.name.endswith((".tar.gz", ".zip"))]
-    if len(archives) != 1:
-        raise BenchError(f"pip download {sdist.requirement} left {sorted(p.name for p in into.iterdir())}, expected one sdist")
-    return archives[0]
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(HASH_BLOCK_BYTES), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _extract(archive: Path, destination: Path) -> Path:
-    """Unpack and return the single top-level folder; refuse links and members escaping `destination`."""
-    destination.mkdir(parents=True)
-    base = destination.resolve()
-    with tarfile.open(archive, "r:gz") as tar:
-        for member in tar.getmembers():
-            target = (destination / member.name).resolve()
-            if member.issym() or member.islnk() or (base not in target.parents and target != base):
-                raise BenchError(f"{archive.name}: refusing archive member {member.name}")
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(destination, filter="data")
-        else:
-            tar.extractall(destination)
-    tops = [p for p in destination.iterdir() if p.is_dir()]
-    if len(tops) != 1:
-        raise BenchError(f"{archive.name}: expected one top-level folder, found {len(tops)}")
-    return tops[0]
+def _fetcher():
+    """rag-eval/fetch_corpus.py, whose pip download, hashing and safe unpacking this module shares (the
+    folder name has a hyphen, so it is loaded by path)."""
+    import importlib.util
+    path = Path(__file__).resolve().parent.parent / "rag-eval" / "fetch_corpus.py"
+    spec = importlib.util.spec_from_file_location("nav_rag_eval_fetch_corpus", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def count_chunks(root: Path) -> tuple[int, int]:

