@@ -369,7 +369,7 @@ def _clear_index_dir(index_dir: Path) -> None:
     shutil.rmtree(index_dir / "onnx", ignore_errors=True)
     for name in (store.DB_NAME, store.DB_NAME + "-wal", store.DB_NAME + "-shm"):
         (index_dir / name).unlink(missing_ok=True)
-    shutil.rmtree(index_dir / store.CHROMA_DIR, ignore_errors=True)
+    store.delete_vector_store(index_dir)
     # Generations restart at 1 with a new nav.db: an old bm25/1 must not pass for the new one's.
     shutil.rmtree(index_dir / store.BM25_DIR, ignore_errors=True)
 
@@ -517,7 +517,7 @@ def sync_chroma(index_dir: Path, conn: sqlite3.Connection,
         client, collection = store.open_collection(index_dir)
         have = None if in_step else set(collection.get(include=[])["ids"])
     except Exception:  # a damaged chroma directory: it is derived data, rebuild it from nav.db
-        shutil.rmtree(index_dir / store.CHROMA_DIR, ignore_errors=True)
+        store.delete_vector_store(index_dir)
         client, collection = store.open_collection(index_dir)
         have, in_step = set(), False
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import json
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -110,15 +111,46 @@ def import_chromadb():
     return chromadb
 
 
+def _chroma_path(index_dir: Path) -> str:
+    # chromadb keys its per-process cache by this string: always the same spelling for one directory.
+    return str((index_dir / CHROMA_DIR).resolve())
+
+
 def open_collection(index_dir: Path):
     """The chromadb collection, with telemetry off and no embedding function: nav passes every vector
     itself, so chromadb never downloads its default model."""
     chromadb = import_chromadb()
     from chromadb.config import Settings
-    client = chromadb.PersistentClient(path=str(index_dir / CHROMA_DIR),
+    if not (index_dir / CHROMA_DIR / "chroma.sqlite3").exists():
+        _forget_chroma_system(index_dir)  # deleted behind this process's back: a cached system would be stale
+    client = chromadb.PersistentClient(path=_chroma_path(index_dir),
                                        settings=Settings(anonymized_telemetry=False, allow_reset=True))
     return client, client.get_or_create_collection(COLLECTION, embedding_function=None,
                                                    metadata={"hnsw:space": "cosine"})
+
+
+def _forget_chroma_system(index_dir: Path) -> None:
+    """Drop chromadb's cached client system for this index's directory.
+
+    chromadb keeps one System per persist directory for the life of the process (SharedSystemClient,
+    keyed by path) and hands it to every later client of that path. A System whose directory was deleted
+    still holds the old SQLite handles, so the next client in the same process fails with "attempt to write
+    a readonly database" or "unable to open database file". A long-lived process (MCP server, notebook,
+    `nav ask`) that rebuilds or repairs the index would meet that; so did the test suite."""
+    if "chromadb" not in sys.modules:
+        return
+    from chromadb.api.shared_system_client import SharedSystemClient
+    key = _chroma_path(index_dir)
+    system = SharedSystemClient._identifier_to_system.pop(key, None)
+    SharedSystemClient._identifier_to_refcount.pop(key, None)
+    if system is not None:
+        system.stop()
+
+
+def delete_vector_store(index_dir: Path) -> None:
+    """Delete the chroma directory (derived data: nav rebuilds it from nav.db) and chromadb's memory of it."""
+    _forget_chroma_system(index_dir)
+    shutil.rmtree(index_dir / CHROMA_DIR, ignore_errors=True)
 
 
 def bm25_state_dir(index_dir: Path, generation: int) -> Path:

@@ -325,3 +325,21 @@ def test_onnx_export_serves_queries_and_small_reindexes_without_torch(tmp_path, 
     (chunk,) = [c for c in NavIndex.open(root).chunks() if "scale + 41" in c.text]
     torch_vec = embedder.Embedder(Config.from_env().embed_model, "fp32").encode_documents([chunk.embed_text])[0]
     assert float(np.dot(vec, torch_vec)) > 0.999
+
+
+def test_rebuild_and_query_three_times_in_one_process(tmp_path, nav_env):
+    """A long-lived process (MCP server, notebook) that rebuilds must keep answering: chromadb caches one
+    client system per directory for the life of the process, and a cached system whose directory nav
+    deleted points at files that are gone."""
+    root = make_repo(tmp_path / "repo", modules=2)
+    build(root)
+    first = NavIndex.open(root).vector_search("worker runs jobs", 3)
+    assert first
+    for round_ in range(3):
+        write(root, f"pkg/extra_{round_}.py", f"def extra_{round_}():\n    return {round_}\n")
+        summary, _ = build(root, rebuild=True)
+        index = NavIndex.open(root)
+        hits = index.vector_search("worker runs jobs", 100)
+        assert len(hits) == index.chunk_count == summary.chunks
+        assert any(cid for cid, _ in hits if f"extra_{round_}" in index.chunk_by_id(cid).text)
+
