@@ -16,7 +16,7 @@ After max_steps model calls without an answer the loop ends with "Stopped after 
 
 Settings and their defaults: agent_loop.settings (NAV_AGENT_MODEL default claude-sonnet-5-5,
 NAV_AGENT_MAX_STEPS 12, NAV_AGENT_MAX_TOKENS 4096, NAV_AGENT_BUDGET 4000 tokens per search_code).
-API failures (401, 403, 404, 429, 5xx, timeouts, no network) surface as navigator.errors.LLMError
+API failures (401, 403, 404, 429, 5xx, timeouts, no network) surface as navigator.core.errors.LLMError
 after the SDK's own retries; no ANTHROPIC_API_KEY is MissingAPIKeyError.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from agent_loop.settings import (
     resolve_settings,
 )
 from agent_loop.tools import TOOL_SCHEMAS, RepoTools, SearchCode, ToolOutcome
-from navigator.errors import InputError, LLMError, MissingAPIKeyError, UsageError
+from navigator.core.errors import InputError, LLMError, MissingAPIKeyError, UsageError
 
 if TYPE_CHECKING:
     import anthropic

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from navigator.errors import UsageError
+from navigator.core.errors import UsageError
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_MAX_STEPS = 12

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_loop import command_guard, repo_files
-from navigator.errors import NavError
+from navigator.core.errors import NavError
 
 SearchCode = Callable[[str, int], str]
 

@@ -37,7 +37,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-BATCH = 32              # texts per model call, as navigator.embedder.DOCUMENT_BATCH
+BATCH = 32              # texts per model call, as navigator.index.embedder.DOCUMENT_BATCH
 DEFAULT_SEQ = 128       # word pieces per text for the printed example and the timed shapes
 TIMING_WINDOW_S = 0.25  # each rate is the best of several windows at least this long
 TIMING_WINDOWS = 5
@@ -55,10 +55,10 @@ class ModelShape:
 
 def model_shape(model_name: str | None = None) -> ModelShape:
     """Read layers / hidden / intermediate / heads from the model's config.json and max_seq_length the way
-    the ONNX export does (navigator.onnx_query.read_layout)."""
-    from navigator.config import Config
-    from navigator.embedder import resolve_model_path
-    from navigator.onnx_query import read_layout
+    the ONNX export does (navigator.index.onnx_query.read_layout)."""
+    from navigator.core.config import Config
+    from navigator.index.embedder import resolve_model_path
+    from navigator.index.onnx_query import read_layout
     name = model_name or Config.from_env().embed_model
     layout = read_layout(Path(resolve_model_path(name)))
     config = json.loads((layout.transformer_dir / "config.json").read_text())
@@ -76,9 +76,9 @@ def token_counts(texts: list[str], model_name: str | None = None) -> list[int]:
     """Word pieces per text as the embedder sees them (special tokens included, truncated)."""
     from tokenizers import Tokenizer
 
-    from navigator.config import Config
-    from navigator.embedder import resolve_model_path
-    from navigator.onnx_query import read_layout
+    from navigator.core.config import Config
+    from navigator.index.embedder import resolve_model_path
+    from navigator.index.onnx_query import read_layout
     name = model_name or Config.from_env().embed_model
     layout = read_layout(Path(resolve_model_path(name)))
     shape = model_shape(name)

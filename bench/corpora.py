@@ -122,8 +122,8 @@ def _fetcher():
 def count_chunks(root: Path) -> tuple[int, int]:
     """(files, chunks) that `nav index` would produce for `root`, by nav's own walker and chunker."""
     from chunkers import chunk_file
-    from navigator.config import Config
-    from navigator.walk import read_source, walk_tree
+    from navigator.core.config import Config
+    from navigator.index.walk import read_source, walk_tree
     walked = walk_tree(root, skip=[MARKER_NAME], max_file_bytes=Config.from_env().max_file_bytes)
     files = chunks = 0
     for f in walked.files:

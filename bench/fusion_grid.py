@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:
-    from navigator.config import Config
-    from navigator.evaluate import _prepared
+    from navigator.core.config import Config
+    from navigator.evaluation.commands import _prepared
     from navigator.evaluation import run_eval
     from retrievers.registry import get_retriever
 

@@ -230,7 +230,7 @@ def percentile(samples: list[float], q: float) -> float:
 def corpus_flops(index_dir: Path, model_shape: ceiling.ModelShape) -> tuple[int, int, float]:
     """(distinct chunk texts, their word pieces, their FLOPs) of the index: what the embedder had to do."""
     import sqlite3
-    from navigator.index import CHUNK_COLUMNS, chunk_from_row
+    from navigator.index.store import CHUNK_COLUMNS, chunk_from_row
     conn = sqlite3.connect(index_dir / "nav.db")
     try:
         rows = conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks GROUP BY content_hash").fetchall()
@@ -279,8 +279,8 @@ def cold_commands(tree: Path, index_dir: Path, runs: int, result: dict) -> None:
 def warm_latencies(tree: Path, index_dir: Path, rounds: int) -> dict:
     """p50 / p95 per registered retriever, in-process, after one untimed first query (which loads models
     and statistics; its time is reported separately as first_ms)."""
-    from navigator.config import Config
-    from navigator.index import NavIndex
+    from navigator.core.config import Config
+    from navigator.index.nav_index import NavIndex
     from retrievers.registry import get_retriever, registered_names
     os.environ["NAV_INDEX_DIR"] = str(index_dir)
     config = Config.from_env()
@@ -313,8 +313,8 @@ def warm_latencies(tree: Path, index_dir: Path, rounds: int) -> dict:
 
 def query_encoder_latencies(onnx_dir: Path, model_name: str) -> dict:
     """Warm p50 / p95 of embedding one query, ONNX encoder vs the torch (sentence-transformers) path."""
-    from navigator.embedder import Embedder
-    from navigator.onnx_query import OnnxQueryEncoder
+    from navigator.index.embedder import Embedder
+    from navigator.index.onnx_query import OnnxQueryEncoder
     encoders = {"onnx": OnnxQueryEncoder(onnx_dir).encode, "torch": Embedder(model_name).encode_query}
     out = {}
     for name, encode in encoders.items():
@@ -354,15 +354,15 @@ def cold_breakdown(onnx_dir: Path | None) -> dict:
     """Process start to exit for the imports a query process may pay for (median of 3 runs each)."""
     probes = {
         "python -c pass": "pass",
-        "import navigator.cli": "import navigator.cli",
+        "import navigator.frontends.cli": "import navigator.frontends.cli",
         "import chromadb": "import chromadb",
-        "import chromadb as nav does (GC paused, then frozen)": "from navigator.store import import_chromadb; import_chromadb()",
+        "import chromadb as nav does (GC paused, then frozen)": "from navigator.index.store import import_chromadb; import_chromadb()",
         "import numpy": "import numpy",
         "import torch + sentence_transformers": "import torch, sentence_transformers",
     }
     if onnx_dir is not None:
         probes["ONNX query encoder: load + encode one query"] = (
-            f"from navigator.onnx_query import OnnxQueryEncoder; OnnxQueryEncoder({str(onnx_dir)!r}).encode('where is the config read')")
+            f"from navigator.index.onnx_query import OnnxQueryEncoder; OnnxQueryEncoder({str(onnx_dir)!r}).encode('where is the config read')")
     env = dict(os.environ)
     out = {}
     for label, code in probes.items():
@@ -591,8 +591,8 @@ def main() -> int:
     args.warm_rounds = 1 if args.quick else 3
     workdir = (args.workdir or corpora.bench_dir() / "work").expanduser().resolve()
 
-    from navigator.config import Config
-    from navigator.onnx_query import export_onnx, onnx_dir_for
+    from navigator.core.config import Config
+    from navigator.index.onnx_query import export_onnx, onnx_dir_for
     config = Config.from_env()
     model_shape = ceiling.model_shape(config.embed_model)
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),

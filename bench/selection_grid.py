@@ -1,5 +1,5 @@
 """Grid over context-selection parameters: for each setting, the paired result against plain top-5 on the
-same candidates (tokens change, queries lost and gained, recall). The defaults in navigator/selection.py
+same candidates (tokens change, queries lost and gained, recall). The defaults in navigator/context/selection.py
 are chosen from this table.
 
     python bench/selection_grid.py --queries rag-eval/queries.en.jsonl --repo CORPUS --budget 1000 \
@@ -16,12 +16,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:
-    from navigator.config import Config
-    from navigator.context import CANDIDATE_DEPTH
-    from navigator.evaluate import _prepared
+    from navigator.core.config import Config
+    from navigator.context.build import CANDIDATE_DEPTH
+    from navigator.evaluation.commands import _prepared
     from navigator.evaluation.budget import run_budget_eval
     from navigator.evaluation.metrics import ChunkView
-    from navigator.selection import params_for_retriever, select_context
+    from navigator.context.selection import params_for_retriever, select_context
     from retrievers.registry import get_retriever
 
     ap = argparse.ArgumentParser()

@@ -8,7 +8,7 @@ Run by bench/run.py on the largest corpus (a separate process each time, so ever
 Prints one JSON object: stage -> milliseconds (wall), plus "total_ms" from process start (interpreter
 start-up and exit are not in it: run.py measures the whole process separately).
 
-search: the stages are those of navigator.search.search with the default retriever (hybrid), in its order;
+search: the stages are those of navigator.context.search.search with the default retriever (hybrid), in its order;
 the vector head's first query embeds on a worker thread while chromadb is imported and opened, so
 "vector head" is that overlap plus the chroma query.
 index: the indexer's stage functions are wrapped; what is left is walking, reading, chunking, committing.
@@ -32,8 +32,8 @@ def search_stages(tree: str, query: str) -> dict[str, float]:
     def mark(label: str) -> None:
         marks.append((label, time.perf_counter()))
 
-    from navigator.config import Config
-    from navigator.index import NavIndex
+    from navigator.core.config import Config
+    from navigator.index.nav_index import NavIndex
     from retrievers.registry import get_retriever
     mark("import nav modules")
     config = Config.from_env()
@@ -56,8 +56,8 @@ def search_stages(tree: str, query: str) -> dict[str, float]:
 
 
 def index_stages(tree: str) -> dict[str, float]:
-    from navigator import indexer, store
-    from navigator.config import Config
+    from navigator.index import indexer, store
+    from navigator.core.config import Config
     times: dict[str, float] = {}
 
     def timed(module, name: str, label: str) -> None:

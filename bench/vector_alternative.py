@@ -39,16 +39,16 @@ DEPTH = 200           # the hybrid retriever's candidate depth at 2,000+ chunks
 COLD_RUNS = 5
 
 # One cold process each; {onnx}, {index}, {matrix} are filled in. Every probe embeds one query first.
-_EMBED = ("import sys, numpy as np; sys.path.insert(0, {repo!r}); from navigator.onnx_query import OnnxQueryEncoder; "
+_EMBED = ("import sys, numpy as np; sys.path.insert(0, {repo!r}); from navigator.index.onnx_query import OnnxQueryEncoder; "
           "v = OnnxQueryEncoder({onnx!r}).encode('where is logging configured'); ")
 PROBES = {
     "ONNX query embedding alone": _EMBED,
     "chromadb (nav's import) + open + top-200 query, no embedding":
-        ("import sys; sys.path.insert(0, {repo!r}); import numpy as np; from navigator import store; "
-         "_, c = store.open_collection(__import__('pathlib').Path({index!r})); "
+        ("import sys; sys.path.insert(0, {repo!r}); import numpy as np; from navigator.index.vector_store import open_collection; "
+         "_, c = open_collection(__import__('pathlib').Path({index!r})); "
          "c.query(query_embeddings=[[0.05] * {dim}], n_results=200, include=['distances'])"),
     "vector head as nav runs it (embedding || chromadb, then query)":
-        ("import sys; sys.path.insert(0, {repo!r}); from navigator.index import NavIndex; from navigator.config import Config; "
+        ("import sys; sys.path.insert(0, {repo!r}); from navigator.index.nav_index import NavIndex; from navigator.core.config import Config; "
          "NavIndex.open({tree!r}, Config.from_env()).vector_search('where is logging configured', 200)"),
     "matrix alternative: embedding + mmap float32 matrix + exact top-200":
         _EMBED + "m = np.load({matrix!r}, mmap_mode='r'); s = m @ v; top = np.argpartition(-s, 200)[:200]; "
@@ -91,9 +91,9 @@ def main() -> int:
         os.environ["NAV_INDEX_DIR"] = str(args.index_dir)
     import numpy as np
 
-    from navigator.config import Config
-    from navigator.index import NavIndex
-    from navigator.onnx_query import onnx_dir_for
+    from navigator.core.config import Config
+    from navigator.index.nav_index import NavIndex
+    from navigator.index.onnx_query import onnx_dir_for
     config = Config.from_env()
     index = NavIndex.open(tree, config)
     index_dir = index.index_dir

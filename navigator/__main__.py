@@ -1,5 +1,5 @@
 import sys
 
-from navigator.cli import main
+from navigator.frontends.cli import main
 
 sys.exit(main())

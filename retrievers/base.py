@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from chunkers.base import CodeChunk
 
 if TYPE_CHECKING:
-    from navigator.config import Config
-    from navigator.index import NavIndex
+    from navigator.core.config import Config
+    from navigator.index.nav_index import NavIndex
 
 
 @dataclass(frozen=True)

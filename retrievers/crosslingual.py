@@ -33,8 +33,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from navigator.errors import InputError
-from retrievers.datafiles import read_user_file, user_file_key
+from navigator.core.errors import InputError
+from navigator.core.datafiles import read_user_file, user_file_key
 
 GLOSSARY_CODE_VERSION = "zh-en-glossary-1"
 USER_GLOSSARY_ENV = "NAV_GLOSSARY"
@@ -43,7 +43,7 @@ _DATA_DIR = "data"
 GLOSSARY_FILE = "zh_en_glossary.tsv"
 _DIGEST_CHARS = 10
 
-# The same scripts retrievers.tokenize treats as CJK (ideographs, extension A, compatibility ideographs,
+# The same scripts navigator.index.tokenize treats as CJK (ideographs, extension A, compatibility ideographs,
 # kana); kept here rather than imported because tokenize imports this module.
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")

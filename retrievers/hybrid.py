@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from navigator.embedder import QUERY_CHAR_LIMIT
-from navigator.errors import IndexCorruptError, UsageError
+from navigator.index.embedder import QUERY_CHAR_LIMIT
+from navigator.core.errors import IndexCorruptError, UsageError
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import HEAD as BM25_HEAD
 from retrievers.bm25 import NO_TERMS_NOTE, BM25Retriever
@@ -20,8 +20,8 @@ from retrievers.fusion import DEFAULT_HEAD_WEIGHT, DEFAULT_RRF_K, default_candid
 from retrievers.vector import embedding_query
 
 if TYPE_CHECKING:
-    from navigator.config import Config
-    from navigator.index import NavIndex
+    from navigator.core.config import Config
+    from navigator.index.nav_index import NavIndex
 
 VECTOR_HEAD = "vector"
 HEADS = (VECTOR_HEAD, BM25_HEAD)

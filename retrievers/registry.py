@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
-from navigator.errors import RetrieverError
+from navigator.core.errors import RetrieverError
 
 ENTRY_POINT_GROUP = "nav.retrievers"
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from navigator.errors import ModelError, UsageError
+from navigator.core.errors import ModelError, UsageError
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import NO_TERMS_NOTE
 
@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
 
     from chunkers.base import CodeChunk
-    from navigator.config import Config
-    from navigator.index import NavIndex
+    from navigator.core.config import Config
+    from navigator.index.nav_index import NavIndex
 
 HEAD = "rerank"
 BASE_ENV = "NAV_RERANK_BASE"

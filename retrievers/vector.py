@@ -1,7 +1,7 @@
 """The vector head: cosine similarity of sentence embeddings, through the index's chroma collection."""
 from __future__ import annotations
 
-from navigator.embedder import QUERY_CHAR_LIMIT
+from navigator.index.embedder import QUERY_CHAR_LIMIT
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.crosslingual import expand_query
 

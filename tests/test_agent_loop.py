@@ -15,7 +15,7 @@ import pytest
 from agent_loop import AgentAnswer, repo_files, run_agent, settings
 from agent_loop.repo_files import RepoAccessError
 from agent_loop.tools import TOOL_NAMES, RepoTools
-from navigator.errors import (
+from navigator.core.errors import (
     InputError,
     LLMError,
     MissingAPIKeyError,

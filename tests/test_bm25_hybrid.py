@@ -10,14 +10,15 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from chunkers.base import CodeChunk
-from navigator.config import Config
-from navigator.errors import UsageError
+from navigator.core.config import Config
+from navigator.core.errors import UsageError
 from retrievers.bm25 import (
     MAX_QUERY_TERMS, NO_TERMS_NOTE, BM25Retriever, BM25Scorer, saturated_query_weights,
 )
 from retrievers.fusion import default_candidate_depth, reciprocal_rank_fusion
 from retrievers.hybrid import HybridRetriever, HybridSettings, parse_head_weights
-from retrievers.tokenize import USER_ABBREVIATIONS_ENV, document_tokens, query_tokens, tokenizer_version
+from navigator.index.tokenize import USER_ABBREVIATIONS_ENV, document_tokens, tokenizer_version
+from retrievers.query_terms import query_tokens
 
 
 @pytest.fixture(autouse=True)

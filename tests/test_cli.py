@@ -20,8 +20,8 @@ def nav(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: i
 
 
 def test_help_imports_nothing_heavy():
-    code = ("import sys; from navigator.cli import build_parser; build_parser().format_help(); "
-            "import navigator.cli, chunkers, retrievers, agent_loop, navigator.errors; "
+    code = ("import sys; from navigator.frontends.cli import build_parser; build_parser().format_help(); "
+            "import navigator.frontends.cli, chunkers, retrievers, agent_loop, navigator.core.errors; "
             "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in %r)))" % (HEAVY_MODULES,))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

@@ -13,13 +13,15 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from navigator import store
-from navigator.config import Config
-from navigator.index import NavIndex
-from navigator.indexer import build_index
-from retrievers.bm25 import BM25Postings, BM25Retriever, BM25Scorer, TermEncoder, TermTable
+from navigator.index import store
+from navigator.core.config import Config
+from navigator.index.nav_index import NavIndex
+from navigator.index.indexer import build_index
+from navigator.index.lexical import BM25Postings, TermEncoder, TermTable
+from retrievers.bm25 import BM25Retriever, BM25Scorer
 from retrievers.hybrid import HybridRetriever
-from retrievers.tokenize import USER_ABBREVIATIONS_ENV, query_tokens, tokenizer_version
+from navigator.index.tokenize import USER_ABBREVIATIONS_ENV, tokenizer_version
+from retrievers.query_terms import query_tokens
 from tests.repo_factory import make_repo, write
 
 QUERIES = ["compute a scaled value", "Worker runs jobs", "maximum retries timeout seconds", "visible", "def return"]

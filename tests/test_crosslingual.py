@@ -7,15 +7,16 @@ import os
 import pytest
 
 from chunkers.base import CodeChunk
-from navigator.config import Config
-from navigator.errors import InputError
+from navigator.core.config import Config
+from navigator.core.errors import InputError
 from retrievers import crosslingual
 from retrievers.bm25 import BM25Retriever
 from retrievers.crosslingual import (
     USER_GLOSSARY_ENV, Glossary, current_glossary, expand_query, glossary_version, parse_glossary,
 )
 from retrievers.hybrid import HybridRetriever
-from retrievers.tokenize import USER_ABBREVIATIONS_ENV, document_tokens, query_tokens, tokenizer_version
+from navigator.index.tokenize import USER_ABBREVIATIONS_ENV, document_tokens, tokenizer_version
+from retrievers.query_terms import query_tokens
 from retrievers.vector import VectorRetriever
 
 # The shipped glossary is general vocabulary; a few hundred terms at least are expected of it.

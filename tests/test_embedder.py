@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from navigator.config import DEFAULT_EMBED_MODEL
-from navigator.embedder import DOCUMENT_BATCH, Embedder
-from navigator.errors import ModelError
+from navigator.core.config import DEFAULT_EMBED_MODEL
+from navigator.index.embedder import DOCUMENT_BATCH, Embedder
+from navigator.core.errors import ModelError
 
 SAME_TEXT_COSINE = 0.9999     # one text embedded alone vs inside a padded batch, fp32
 BF16_MIN_COSINE = 0.999       # the same text at bf16 vs fp32

@@ -6,10 +6,10 @@ import json
 import pytest
 
 from chunkers.base import TOKEN_ESTIMATOR, CodeChunk, estimate_tokens
-from navigator.envelope import (
+from navigator.context.envelope import (
     NOTHING_MATCHED, NOTHING_SEARCHED, OK, SCHEMA, SUFFICIENCY_SIGNALS, WEAK_EVIDENCE, build_envelope,
 )
-from navigator.selection import LEFT_OUT_REASONS, SelectionParams, params_for_retriever, select_context
+from navigator.context.selection import LEFT_OUT_REASONS, SelectionParams, params_for_retriever, select_context
 from retrievers.base import HeadHit, RetrievedChunk
 
 QUESTION = "what is the maximum number of agent loop steps"

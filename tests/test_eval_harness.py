@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from chunkers.base import CodeChunk
-from navigator.errors import InputError, LeakageError, QueryFileError, UsageError
+from navigator.core.errors import InputError, LeakageError, QueryFileError, UsageError
 from navigator.evaluation import (
     EvalQuery, EvalRun, ExpectItem, Unanswerable, check_leakage, compare_runs, find_unanswerable,
     load_queries, load_run, paired_bootstrap_ci, prepare_query_set, render_ceiling_table,

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from navigator.config import Config
-from navigator.errors import (EmbedderMismatchError, IndexCorruptError, IndexLockedError, IndexMissingError,
+from navigator.core.config import Config
+from navigator.core.errors import (EmbedderMismatchError, IndexCorruptError, IndexLockedError, IndexMissingError,
                               InputError)
-from navigator.index import NavIndex, resolve_repo
-from navigator.indexer import IndexLock, build_index
+from navigator.index.nav_index import NavIndex, resolve_repo
+from navigator.index.indexer import IndexLock, build_index
 from tests.repo_factory import make_repo, write
 
 
@@ -24,7 +24,7 @@ class SpyEmbed:
     """Wraps the real embedder and records every text it was asked to embed."""
 
     def __init__(self, config: Config):
-        from navigator.embedder import Embedder
+        from navigator.index.embedder import Embedder
         self.embedder = Embedder(config.embed_model, config.embed_dtype)
         self.texts: list[str] = []
 
@@ -96,7 +96,7 @@ def test_edit_one_file_embeds_only_its_new_chunks(tmp_path, nav_env):
 
 
 def test_unchanged_reindex_embeds_nothing_and_loads_no_model(tmp_path, nav_env):
-    from navigator import embedder
+    from navigator.index import embedder
     root = make_repo(tmp_path / "repo")
     build(root)
     embedder._MODELS.clear()
@@ -306,7 +306,7 @@ def test_onnx_export_serves_queries_and_small_reindexes_without_torch(tmp_path, 
     first = build_index(root.resolve(), Config.from_env())
     assert any("exported the embedder to ONNX" in n for n in first.notes)
     # a fresh process answers a vector search without importing torch
-    code = ("import sys; from navigator.search import search; "
+    code = ("import sys; from navigator.context.search import search; "
             "r = search(sys.argv[1], 'runs jobs for feature 1', 3, 'vector'); "
             "print(r.results[0].chunk.path); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, env=os.environ.copy())
@@ -315,7 +315,7 @@ def test_onnx_export_serves_queries_and_small_reindexes_without_torch(tmp_path, 
     # a one-function edit is embedded through ONNX: no torch model is loaded
     path = root / "pkg" / "mod1.py"
     path.write_text(path.read_text().replace("result = value * scale + 1", "result = value * scale + 41"))
-    from navigator import embedder
+    from navigator.index import embedder
     embedder._MODELS.clear()
     summary = build_index(root.resolve(), Config.from_env())
     assert summary.chunks_embedded == 1 and not summary.model_loaded and embedder._MODELS == {}

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from navigator.config import DEFAULT_EMBED_MODEL
-from navigator.errors import ModelError
-from navigator.onnx_query import (MODEL_FILE, SPEC_FILE, OnnxQueryEncoder, export_onnx, is_exported, onnx_dir_for,
+from navigator.core.config import DEFAULT_EMBED_MODEL
+from navigator.core.errors import ModelError
+from navigator.index.onnx_query import (MODEL_FILE, SPEC_FILE, OnnxQueryEncoder, export_onnx, is_exported, onnx_dir_for,
                                   read_layout)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +73,7 @@ def onnx_encoder(exported) -> OnnxQueryEncoder:
 
 @pytest.fixture(scope="session")
 def torch_embedder():
-    from navigator.embedder import Embedder
+    from navigator.index.embedder import Embedder
     return Embedder(DEFAULT_EMBED_MODEL, "fp32")
 
 
@@ -101,7 +101,7 @@ def test_long_query_is_truncated_at_max_seq_length(onnx_encoder, query_vectors):
 
 
 def test_onnx_and_torch_rank_a_code_corpus_identically(query_vectors):
-    from navigator.embedder import Embedder
+    from navigator.index.embedder import Embedder
     snippets = code_snippets()
     assert len(snippets) >= 190
     # Both query vectors are ranked against the same corpus matrix, so its precision is not under test:
@@ -117,7 +117,7 @@ def test_onnx_and_torch_rank_a_code_corpus_identically(query_vectors):
 def test_query_path_imports_no_torch(exported):
     probe = (
         "import json, sys\n"
-        "from navigator.onnx_query import OnnxQueryEncoder\n"
+        "from navigator.index.onnx_query import OnnxQueryEncoder\n"
         f"vec = OnnxQueryEncoder({str(exported)!r}).encode('where is the config parsed')\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)\n"
         "print(json.dumps({'heavy': heavy, 'dim': len(vec)}))\n"
@@ -139,7 +139,7 @@ def test_export_is_reused_and_leaves_no_staging(exported):
 def test_tiny_model_export_matches_torch_with_layout_from_tokenizer(tmp_path, tiny_embed_model):
     # A sentence-transformers 6 directory: no max_seq_length in sentence_bert_config.json, so the limit
     # comes from the tokenizer, capped by the position table, exactly as sentence-transformers decides it.
-    from navigator.embedder import Embedder
+    from navigator.index.embedder import Embedder
     assert read_layout(Path(tiny_embed_model)).max_seq_length is None
     encoder = OnnxQueryEncoder(export_onnx(tiny_embed_model, onnx_dir_for(tmp_path, tiny_embed_model)))
     torch_side = Embedder(tiny_embed_model, "fp32")

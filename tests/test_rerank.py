@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from chunkers.base import CodeChunk
-from navigator.config import Config
-from navigator.errors import ModelError, UsageError
+from navigator.core.config import Config
+from navigator.core.errors import ModelError, UsageError
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import NO_TERMS_NOTE
 from retrievers.rerank import MAX_QUERY_CHARS, RerankRetriever, load_cross_encoder, passage_text

@@ -7,13 +7,13 @@ from dataclasses import replace
 import pytest
 
 from chunkers.base import CodeChunk, estimate_tokens
-from navigator.errors import UsageError
-from navigator.selection import (
+from navigator.core.errors import UsageError
+from navigator.context.selection import (
     ELISION_MARKER, REASON_BELOW_BAR, REASON_BUDGET, REASON_DUPLICATE, REASON_NO_NEW_INFORMATION,
     SelectionParams, params_for_retriever, required_shared_terms, select_context, select_spans,
 )
 from retrievers.base import HeadHit, RetrievedChunk
-from retrievers.tokenize import query_tokens
+from retrievers.query_terms import query_tokens
 
 # Trimming off: the knapsack tests weigh whole chunks, whatever their rank.
 WHOLE = SelectionParams(span_tiers=((10 ** 6, 0),))

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from navigator.errors import InputError
-from retrievers import tokenize
-from retrievers.tokenize import (
-    TOKENIZER_CODE_VERSION, USER_ABBREVIATIONS_ENV, document_tokens, query_tokens, split_identifier, stem,
+from navigator.core.errors import InputError
+from navigator.index import tokenize
+from navigator.index.tokenize import (
+    TOKENIZER_CODE_VERSION, USER_ABBREVIATIONS_ENV, document_tokens, split_identifier, stem,
 )
+from retrievers.query_terms import query_tokens
 
 
 @pytest.fixture(autouse=True)
@@ -140,7 +141,7 @@ def test_query_and_document_tokens_agree():
 
 
 def test_tokenizer_version_names_the_code_version_and_is_importable():
-    from retrievers.tokenize import TOKENIZER_VERSION
+    from navigator.index.tokenize import TOKENIZER_VERSION
 
     assert TOKENIZER_VERSION.startswith(TOKENIZER_CODE_VERSION + ".")
     assert tokenize.tokenizer_version() == TOKENIZER_VERSION

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from chunkers.base import TOKEN_ESTIMATOR, estimate_tokens
-from navigator.config import INDEX_DIR_NAME
-from navigator.selection import (
+from navigator.core.config import INDEX_DIR_NAME
+from navigator.context.selection import (
     LEFT_OUT_REASONS, REASON_BELOW_BAR, LeftOut, SelectedPiece, Selection,
 )
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from navigator.config import Config
-from navigator.errors import UsageError
+from navigator.core.config import Config
+from navigator.core.errors import UsageError
 
 PREVIEW_LINES = 12
 
@@ -50,7 +50,7 @@ class SearchResponse:
 
 
 def search(repo: str | Path | None, query: str, k: int, retriever_name: str | None, config: Config | None = None) -> SearchResponse:
-    from navigator.index import NavIndex
+    from navigator.index.nav_index import NavIndex
     from retrievers.registry import get_retriever, selected_name
     if k <= 0:
         raise UsageError(f"-k must be a positive number, got {k}")

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from chunkers.base import CodeChunk, estimate_tokens
-from navigator.errors import UsageError
+from navigator.core.errors import UsageError
 from retrievers.base import HeadHit, RetrievedChunk
 
 REASON_BUDGET = "budget"
@@ -200,7 +200,8 @@ class Selection:
 
 def _tokenizers() -> tuple[Callable[[str], list[str]], Callable[[str], list[str]]]:
     # Lazy: the code-aware tokenizer is shared with the BM25 head; one tokenizer for all of nav.
-    from retrievers.tokenize import document_tokens, query_tokens
+    from navigator.index.tokenize import document_tokens
+    from retrievers.query_terms import query_tokens
     return document_tokens, query_tokens
 
 

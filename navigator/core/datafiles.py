@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from navigator.errors import InputError
+from navigator.core.errors import InputError
 
 
 def user_file_key(env_var: str) -> tuple[Path | None, int | None]:

@@ -16,7 +16,7 @@
         └── MissingAPIKeyError    exit 7
 
 Lower-level errors (sqlite3, chromadb, tree-sitter, HTTP) are caught where they happen and
-re-raised as one of these, so the CLI translates errors in exactly one place (navigator.cli.main).
+re-raised as one of these, so the CLI translates errors in exactly one place (navigator.frontends.cli.main).
 """
 from __future__ import annotations
 

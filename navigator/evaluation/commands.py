@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from navigator.config import Config
-from navigator.errors import InputError, UsageError
+from navigator.core.config import Config
+from navigator.core.errors import InputError, UsageError
 
 CEILING_DEPTH = 200
 
@@ -30,7 +30,7 @@ def _parse_ints(value: str, flag: str) -> tuple[int, ...]:
 
 def _prepared(queries_path: str, repo: str | None, config: Config):
     from navigator.evaluation import prepare_query_set
-    from navigator.index import NavIndex
+    from navigator.index.nav_index import NavIndex
     path = Path(queries_path).expanduser()
     if not path.is_file():
         raise InputError(f"query file not found: {path}", hint="give a JSONL file in the format of shared/eval-format.md")
@@ -79,10 +79,10 @@ def evaluate(queries_path: str, repo: str | None, retrievers: list[str] | None, 
 
 def evaluate_budgets(queries_path: str, repo: str | None, retriever: str | None, budgets: str) -> EvalOutput:
     """Score `nav context` at each budget against plain top-5 from the same retriever, query by query."""
-    from navigator.context import CANDIDATE_DEPTH
+    from navigator.context.build import CANDIDATE_DEPTH
     from navigator.evaluation.budget import render_budget_table, run_budget_eval
     from navigator.evaluation.metrics import ChunkView
-    from navigator.selection import params_for_retriever, select_context
+    from navigator.context.selection import params_for_retriever, select_context
     from retrievers.registry import get_retriever
     config = Config.from_env()
     name = retriever or config.retriever

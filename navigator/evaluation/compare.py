@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from navigator.errors import UsageError
+from navigator.core.errors import UsageError
 from navigator.evaluation.queryset import MODE_ALL, MODE_ANY
 from navigator.evaluation.report import format_table
 from navigator.evaluation.runner import EvalRun, QueryResult

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from navigator.errors import LeakageError
+from navigator.core.errors import LeakageError
 from navigator.evaluation.queryset import EvalQuery
 
 # A file holding this share (or more) of both the questions and the answers is a copy of the set.

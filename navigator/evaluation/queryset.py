@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from navigator.errors import QueryFileError
+from navigator.core.errors import QueryFileError
 
 MODE_ANY = "any"
 MODE_ALL = "all"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from navigator.errors import InputError, UsageError
+from navigator.core.errors import InputError, UsageError
 from navigator.evaluation import metrics
 from navigator.evaluation.leakage import check_leakage
 from navigator.evaluation.queryset import (

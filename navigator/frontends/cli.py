@@ -1,6 +1,6 @@
 """The `nav` command line. Each command parses its arguments and makes one call into a stage.
 
-Errors: every nav failure is a navigator.errors.NavError; `main` prints it as "Error: ..." on stderr and
+Errors: every nav failure is a navigator.core.errors.NavError; `main` prints it as "Error: ..." on stderr and
 exits with its class's code. Nothing heavy is imported at module level, so `nav --help` is instant.
 """
 from __future__ import annotations
@@ -18,23 +18,23 @@ def _print_json(obj) -> None:
 
 
 def cmd_index(args) -> int:
-    from navigator.config import Config
-    from navigator.index import resolve_repo
-    from navigator.indexer import build_index
+    from navigator.core.config import Config
+    from navigator.index.nav_index import resolve_repo
+    from navigator.index.indexer import build_index
     summary = build_index(resolve_repo(args.path), Config.from_env(), skip=args.skip, rebuild=args.rebuild)
     _print_json(summary.to_json()) if args.json else print(summary.render())
     return 0
 
 
 def cmd_status(args) -> int:
-    from navigator.status import status
+    from navigator.index.status import status
     report = status(args.path)
     _print_json(report.to_json()) if args.json else print(report.render())
     return 0
 
 
 def cmd_search(args) -> int:
-    from navigator.search import search
+    from navigator.context.search import search
     response = search(args.repo, args.query, args.k, args.retriever)
     if args.json:
         _print_json(response.to_json())
@@ -44,15 +44,16 @@ def cmd_search(args) -> int:
 
 
 def cmd_context(args) -> int:
-    from navigator.context import build_context
+    from navigator.context.build import build_context
     envelope = build_context(args.question, args.budget, args.repo, args.retriever)
     _print_json(envelope.to_json()) if args.json else print(envelope.render_text())
     return 0
 
 
 def cmd_ask(args) -> int:
-    from navigator.context import ask, build_context
-    from navigator.errors import MissingAPIKeyError
+    from agent_loop.ask import ask
+    from navigator.context.build import build_context
+    from navigator.core.errors import MissingAPIKeyError
 
     def show(event) -> None:
         if args.verbose:
@@ -84,7 +85,7 @@ def _emit(output, as_json: bool, out_file: str | None = None) -> None:
 
 
 def cmd_eval(args) -> int:
-    from navigator.evaluate import evaluate, evaluate_budgets
+    from navigator.evaluation.commands import evaluate, evaluate_budgets
     if args.budget:
         retriever = args.retriever[0] if args.retriever else None
         _emit(evaluate_budgets(args.queries, args.repo, retriever, args.budget), args.json, args.out)
@@ -95,19 +96,19 @@ def cmd_eval(args) -> int:
 
 
 def cmd_ceiling(args) -> int:
-    from navigator.evaluate import ceiling
+    from navigator.evaluation.commands import ceiling
     _emit(ceiling(args.queries, args.repo, args.retriever, depth=args.depth, pools=args.pools), args.json, args.out)
     return 0
 
 
 def cmd_compare(args) -> int:
-    from navigator.evaluate import compare
+    from navigator.evaluation.commands import compare
     _emit(compare(args.a, args.b, k=args.k, seed=args.seed, queries_path=args.queries, repo=args.repo), args.json)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from navigator.context import DEFAULT_BUDGET  # light: config and errors only
+    from navigator.context.build import DEFAULT_BUDGET  # light: config and errors only
     parser = argparse.ArgumentParser(prog="nav", description="Index a local repository and find the code that answers a question.",
                                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -140,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget (default {DEFAULT_BUDGET})")
     p.add_argument("--repo", default=".")
     p.add_argument("--retriever", default=None)
-    p.add_argument("--json", action="store_true", help="the envelope as JSON (keys documented in navigator/envelope.py)")
+    p.add_argument("--json", action="store_true", help="the envelope as JSON (keys documented in navigator/context/envelope.py)")
     p.set_defaults(func=cmd_context)
 
     p = sub.add_parser("ask", help="answer a question with an agent (Anthropic API) that searches, reads and greps")
@@ -193,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, *, standalone: bool = True) -> int:
     """Entry point. With standalone=False (tests), NavErrors propagate instead of being printed."""
-    from navigator.errors import NavError, UsageError
+    from navigator.core.errors import NavError, UsageError
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from navigator.config import DEFAULT_EMBED_MODEL
-from navigator.errors import ModelError
+from navigator.core.config import DEFAULT_EMBED_MODEL
+from navigator.core.errors import ModelError
 
 # Texts per call to the model when indexing. Small enough to report progress and commit often,
 # large enough to keep the matrix multiplies efficient.
@@ -98,3 +98,36 @@ class Embedder:
         model = _load(self.model_name, "fp32")
         vec = model.encode([text[:QUERY_CHAR_LIMIT]], normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vec[0], dtype=np.float32)
+
+
+# torch's CPU kernels keep two caches keyed by tensor shape: ideep's cache of matmul computations
+# (LRU_CACHE_CAPACITY) and oneDNN's of compiled kernels (ONEDNN_PRIMITIVE_CACHE_CAPACITY), 1024 entries
+# each by default. Length-sorted batches give almost every batch new shapes, so both only grow. Measured,
+# every 7th chunk text of the 42k-chunk corpus (bf16, trimmed after each batch): RSS after the last batch
+# 654 MB with the defaults, 537 MB with both at 16 (and 984 -> 766 MB peak for every 2nd text), no slower.
+KERNEL_CACHE_ENTRIES = "16"
+
+
+def limit_kernel_cache() -> None:
+    """Cap those caches; both are read when torch runs its first kernel, so call this before. A value the
+    user set wins."""
+    os.environ.setdefault("LRU_CACHE_CAPACITY", KERNEL_CACHE_ENTRIES)
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", KERNEL_CACHE_ENTRIES)
+
+
+_libc_trim = None
+
+
+def release_freed_memory() -> None:
+    """Hand memory that Python and torch have freed back to the OS (glibc's malloc_trim). Without it the
+    heap keeps the activations of every batch of a new, larger size: 60 batches of growing length took
+    RSS to 1.49 GB untrimmed, 0.65 GB trimmed after each batch, at the same speed. No-op off glibc."""
+    global _libc_trim
+    if _libc_trim is None:
+        import ctypes
+        try:
+            _libc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):   # not glibc (macOS, musl): nothing to trim
+            _libc_trim = False
+    if _libc_trim:
+        _libc_trim(0)

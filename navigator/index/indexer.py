@@ -1,15 +1,13 @@
 """Building an index incrementally: walk, re-chunk only changed files, embed only unseen chunk texts,
-commit atomically, then sync the vector store. See navigator.store for the on-disk layout and crash safety."""
+commit atomically, then sync the vector store. See navigator.index.store for the on-disk layout and crash safety."""
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -17,10 +15,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from navigator import store
-from navigator.config import Config
-from navigator.errors import EmbedderMismatchError, IndexLockedError
-from navigator.walk import read_source, walk_tree
+from navigator.index import store
+from navigator.core.config import Config
+from navigator.core.errors import EmbedderMismatchError, IndexLockedError
+from navigator.index.embedder import limit_kernel_cache, release_freed_memory
+from navigator.index.lexical import newest_bm25_state, term_encoder_over, write_bm25_state
+from navigator.index.onnx_query import (ONNX_SMALL_BATCH, embed_with_onnx_while_importing_chromadb,
+                                        ensure_onnx_export, onnx_enabled)
+from navigator.index.vector_store import delete_vector_store, sync_chroma
+from navigator.index.walk import file_hash, read_source, walk_tree
 
 # Embeddings are committed to the cache every this many chunks, bounding the work a kill -9 can waste.
 EMBED_COMMIT_EVERY = 256
@@ -115,43 +118,13 @@ class Progress:
             self.stream.write("\n")
 
 
-def _file_hash(raw: bytes) -> str:
-    return hashlib.sha256(raw).hexdigest()
-
-
 def _tokenizer():
     """The BM25 document tokenizer, when the retrievers package provides one."""
     try:
-        from retrievers.tokenize import TOKENIZER_VERSION, document_tokens
+        from navigator.index.tokenize import TOKENIZER_VERSION, document_tokens
     except ImportError:
         return None, None
     return TOKENIZER_VERSION, document_tokens
-
-
-def diff_tree(root: Path, conn: sqlite3.Connection, skip: list[str], config: Config) -> list[str]:
-    """Paths added, modified or deleted since the index was built (stat first, hash only when stat differs)."""
-    index_dir = config.index_dir_for(root)
-    walked = walk_tree(root, skip=skip, max_file_bytes=config.max_file_bytes, extra_skip_dirs=(index_dir,))
-    known = {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT path, sha256, size, mtime_ns FROM files")}
-    changed: list[str] = []
-    seen = set()
-    for f in walked.files:
-        seen.add(f.path)
-        old = known.get(f.path)
-        if old is None:
-            src = read_source(f.abs_path)
-            if src.skip_reason is None and src.text.strip():
-                changed.append(f.path)
-            continue
-        if (old[1], old[2]) == (f.size, f.mtime_ns):
-            continue
-        try:
-            if _file_hash(f.abs_path.read_bytes()) != old[0]:
-                changed.append(f.path)
-        except OSError:
-            changed.append(f.path)
-    changed.extend(sorted(p for p in known if p not in seen))
-    return changed
 
 
 def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = None, rebuild: bool = False,
@@ -159,7 +132,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
     """Bring the index of `repo_root` up to date. Only new or changed files are re-chunked and only chunk
     texts without a cached embedding are embedded; nothing loads the model when nothing needs embedding."""
     from chunkers import chunk_file
-    from navigator.embedder import Embedder
+    from navigator.index.embedder import Embedder
 
     started = time.monotonic()
     index_dir = config.index_dir_for(repo_root)
@@ -192,8 +165,8 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         token_json: dict[str, str] = {}
         new_terms: dict[str, object] = {}     # chunk id -> int32 term ids under `encoder`
         # The newest BM25 postings on disk (for this tokenizer) number the terms; this run adds to them.
-        bm25_base = _newest_bm25_state(index_dir / store.BM25_DIR, tok_version) if document_tokens else None
-        encoder = _term_encoder(bm25_base)
+        bm25_base = newest_bm25_state(index_dir / store.BM25_DIR, tok_version) if document_tokens else None
+        encoder = term_encoder_over(bm25_base)
         touched_mtime: list[tuple] = []       # unchanged content, new mtime
         present: set[str] = set()
         for f in walked.files:
@@ -210,7 +183,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
                 skipped["empty"] += 1
                 continue
             present.add(f.path)
-            sha = _file_hash(raw)
+            sha = file_hash(raw)
             if old is not None and old[0] == sha and not rechunk_all:
                 touched_mtime.append((f.size, f.mtime_ns, f.path))
                 continue
@@ -240,10 +213,10 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
             if use_onnx and len(todo) > ONNX_SMALL_BATCH:
                 # torch is loaded for this run anyway: export now, so the export's own copy of the model is
                 # freed before the embedding loop instead of adding to its peak at the end of the run.
-                summary.notes.extend(_ensure_onnx_export(index_dir, config, embedder.identity))
+                summary.notes.extend(ensure_onnx_export(index_dir, config, embedder.identity))
                 release_freed_memory()
             elif use_onnx:
-                small = _embed_with_onnx_while_importing_chromadb(index_dir, embedder.identity, [t for _, t in todo])
+                small = embed_with_onnx_while_importing_chromadb(index_dir, embedder.identity, [t for _, t in todo])
             if small is not None:
                 embed_fn = lambda texts, on_batch=None: [small[t] for t in texts]  # noqa: E731
             else:
@@ -273,7 +246,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         token_json.clear()
         if retokenize and document_tokens:
             # Every stored token list is from another tokenizer: redo them all (this run's are current).
-            from navigator.index import CHUNK_COLUMNS, chunk_from_row
+            from navigator.index.store import CHUNK_COLUMNS, chunk_from_row
             updates = []
             for row in conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks"):
                 if row[0] not in new_terms:
@@ -287,7 +260,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         files_indexed = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
         agg = conn.execute("SELECT SUM(parse_errors > 0), SUM(decode_errors > 0) FROM files").fetchone()
         now = time.time()
-        from navigator.index import git_head
+        from navigator.index.walk import git_head
         manifest = {
             "built_at": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
             "built_at_epoch": now, "git_head": git_head(repo_root), "root": str(repo_root),
@@ -310,7 +283,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         sync_chroma(index_dir, conn, changes=(replaced_ids - added_ids, added_ids - replaced_ids))
         conn.close()
         if counts and onnx_enabled(config):
-            summary.notes.extend(_ensure_onnx_export(index_dir, config, embedder.identity))
+            summary.notes.extend(ensure_onnx_export(index_dir, config, embedder.identity))
 
     summary.files_indexed = files_indexed
     summary.files_changed = len(new_files)
@@ -324,52 +297,11 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
     return summary
 
 
-# Up to this many new chunk texts are embedded through the ONNX export when there is one: a small
-# re-index then never imports torch (4+ s), at cosine >= 0.9999 to the torch embedding.
-ONNX_SMALL_BATCH = 64
-
-
-def onnx_enabled(config: Config) -> bool:
-    return config.extra.get("NAV_ONNX", "1") != "0"
-
-
-def _embed_with_onnx_while_importing_chromadb(index_dir: Path, identity: str, texts: list[str]):
-    """text -> vector through the ONNX export, or None when there is none. onnxruntime loads the model and
-    embeds on a worker thread while this one imports chromadb, which the sync after the commit needs:
-    ~0.15 s less than one after the other (see NavIndex._embed_query_while_opening_chroma)."""
-    from navigator.index import import_onnx_runtime, run_beside
-    from navigator.onnx_query import OnnxQueryEncoder, is_exported, onnx_dir_for
-    onnx_dir = onnx_dir_for(index_dir, identity)
-    if not is_exported(onnx_dir):
-        return None
-    import_onnx_runtime()
-
-    def embed() -> dict:
-        encoder = OnnxQueryEncoder(onnx_dir)
-        return {t: encoder.encode(t) for t in texts}
-
-    return run_beside(embed, store.import_chromadb)
-
-
-def _ensure_onnx_export(index_dir: Path, config: Config, identity: str) -> list[str]:
-    """Export the embedder once for the torch-free query path. A failure only costs query speed."""
-    from navigator.errors import ModelError
-    from navigator.onnx_query import export_onnx, is_exported, onnx_dir_for
-    onnx_dir = onnx_dir_for(index_dir, identity)
-    if is_exported(onnx_dir):
-        return []
-    try:
-        export_onnx(config.embed_model, onnx_dir)
-    except ModelError as exc:
-        return [f"no ONNX query model ({exc.message}); queries use sentence-transformers (slower start)"]
-    return [f"exported the embedder to ONNX for fast queries: {onnx_dir}"]
-
-
 def _clear_index_dir(index_dir: Path) -> None:
     shutil.rmtree(index_dir / "onnx", ignore_errors=True)
     for name in (store.DB_NAME, store.DB_NAME + "-wal", store.DB_NAME + "-shm"):
         (index_dir / name).unlink(missing_ok=True)
-    store.delete_vector_store(index_dir)
+    delete_vector_store(index_dir)
     # Generations restart at 1 with a new nav.db: an old bm25/1 must not pass for the new one's.
     shutil.rmtree(index_dir / store.BM25_DIR, ignore_errors=True)
 
@@ -400,39 +332,6 @@ def _embed_into_cache(conn, embedder, todo: list[tuple[str, str]], progress_stre
     progress.close()
 
 
-# torch's CPU kernels keep two caches keyed by tensor shape: ideep's cache of matmul computations
-# (LRU_CACHE_CAPACITY) and oneDNN's of compiled kernels (ONEDNN_PRIMITIVE_CACHE_CAPACITY), 1024 entries
-# each by default. Length-sorted batches give almost every batch new shapes, so both only grow. Measured,
-# every 7th chunk text of the 42k-chunk corpus (bf16, trimmed after each batch): RSS after the last batch
-# 654 MB with the defaults, 537 MB with both at 16 (and 984 -> 766 MB peak for every 2nd text), no slower.
-KERNEL_CACHE_ENTRIES = "16"
-
-
-def limit_kernel_cache() -> None:
-    """Cap those caches; both are read when torch runs its first kernel, so call this before. A value the
-    user set wins."""
-    os.environ.setdefault("LRU_CACHE_CAPACITY", KERNEL_CACHE_ENTRIES)
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", KERNEL_CACHE_ENTRIES)
-
-
-_libc_trim = None
-
-
-def release_freed_memory() -> None:
-    """Hand memory that Python and torch have freed back to the OS (glibc's malloc_trim). Without it the
-    heap keeps the activations of every batch of a new, larger size: 60 batches of growing length took
-    RSS to 1.49 GB untrimmed, 0.65 GB trimmed after each batch, at the same speed. No-op off glibc."""
-    global _libc_trim
-    if _libc_trim is None:
-        import ctypes
-        try:
-            _libc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):   # not glibc (macOS, musl): nothing to trim
-            _libc_trim = False
-    if _libc_trim:
-        _libc_trim(0)
-
-
 # Keep stale cached vectors until they outnumber live chunks by this factor (branch switches reuse them).
 CACHE_SLACK = 3
 
@@ -444,113 +343,3 @@ def _prune_cache(conn: sqlite3.Connection, chunk_count: int) -> None:
         conn.execute("DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)")
 
 
-def write_bm25_state(index_dir: Path, conn: sqlite3.Connection, generation: int, tok_version: str, base,
-                     new_terms: dict, encoder) -> list[str]:
-    """Persist the BM25 postings of the committed chunks as <index_dir>/bm25/<generation>/ and remove older
-    ones. Incremental: `base` (the newest earlier postings for this tokenizer, maybe empty) supplies every
-    chunk it holds, `new_terms` (chunk id -> term ids from `encoder`, which extends base's terms) this run's
-    chunks, and any other chunk (no earlier state: a first run, a run killed before writing it) is read
-    from its stored token list. Returns notes for the summary."""
-    bm25_root = index_dir / store.BM25_DIR
-    bm25_root.mkdir(parents=True, exist_ok=True)
-    order = [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY path, seq")]
-    held = base.holds()
-    missing = [cid for cid in order if cid not in new_terms and cid.encode("ascii") not in held]
-    notes = []
-    if missing and base.n_docs:
-        notes.append(f"bm25: {len(missing)} chunks were missing from the stored BM25 state; read from their token lists")
-    for cid, tokens in store.select_where_in(conn, "SELECT id, bm25_tokens FROM chunks", "id", missing):
-        new_terms[cid] = encoder.encode(json.loads(tokens) if tokens is not None else [])
-    postings = base.updated(order, new_terms, encoder)
-    staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=bm25_root))
-    try:
-        os.chmod(staging, BM25_DIR_MODE)
-        postings.save(staging, tokenizer_version=tok_version, generation=generation)
-        target = store.bm25_state_dir(index_dir, generation)
-        if target.exists():      # left by an earlier index in this directory (nav.db deleted by hand)
-            shutil.rmtree(target)
-        os.rename(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    for entry in bm25_root.iterdir():
-        if entry.name != str(generation):
-            shutil.rmtree(entry, ignore_errors=True)
-    return notes
-
-
-# mkdtemp makes a directory only its owner can read; the index is as readable as nav.db.
-BM25_DIR_MODE = 0o755
-
-
-def _term_encoder(base):
-    if base is None:
-        return None
-    from retrievers.bm25 import TermEncoder
-    return TermEncoder(base.terms)
-
-
-def _newest_bm25_state(bm25_root: Path, tok_version: str | None):
-    """The most recent readable BM25 postings for `tok_version` under bm25_root, else empty postings."""
-    from retrievers.bm25 import BM25Postings, BM25StateError
-    generations = sorted((int(p.name) for p in bm25_root.iterdir() if p.name.isdigit()),
-                         reverse=True) if bm25_root.is_dir() else []
-    for generation in generations:
-        try:
-            postings, params = BM25Postings.load(bm25_root / str(generation))
-        except BM25StateError:
-            continue
-        if params.get("tokenizer_version") == tok_version:
-            return postings
-    return BM25Postings.empty()
-
-
-def sync_chroma(index_dir: Path, conn: sqlite3.Connection,
-                changes: tuple[set[str], set[str]] | None = None) -> None:
-    """Make the chroma collection hold exactly the current chunks' vectors. Needs no model: vectors come
-    from the cache. `changes` = (chunk ids removed, chunk ids added) by the commit just made: when chroma
-    was in sync with the generation before it, only those are applied. Otherwise every id is compared,
-    vectors are read in pages of CHROMA_BATCH, and a collection that cannot be opened is deleted and rebuilt."""
-    import numpy as np
-    generation = store.get_meta(conn, "generation", 0)
-    in_step = changes is not None and store.get_meta(conn, "chroma_generation") == generation - 1
-    try:
-        client, collection = store.open_collection(index_dir)
-        have = None if in_step else set(collection.get(include=[])["ids"])
-    except Exception:  # a damaged chroma directory: it is derived data, rebuild it from nav.db
-        store.delete_vector_store(index_dir)
-        client, collection = store.open_collection(index_dir)
-        have, in_step = set(), False
-
-    def upsert(page: list) -> None:
-        collection.upsert(ids=[r[0] for r in page],
-                          embeddings=np.stack([np.frombuffer(r[1], dtype=np.float32) for r in page]))
-
-    def upsert_in_pages(rows) -> None:
-        page: list = []
-        for row in rows:
-            page.append(row)
-            if len(page) == store.CHROMA_BATCH:
-                upsert(page)
-                page = []
-        if page:
-            upsert(page)
-
-    vectors = "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
-    if in_step:
-        removed, added = changes
-        stale = sorted(removed)
-        upsert_in_pages(store.select_where_in(conn, vectors, "c.id", sorted(added)))
-    else:
-        want: set[str] = set()
-
-        def not_in_chroma():
-            for row in conn.execute(vectors):
-                want.add(row[0])
-                if row[0] not in have:
-                    yield row
-
-        upsert_in_pages(not_in_chroma())
-        stale = sorted(have - want)
-    for i in range(0, len(stale), store.CHROMA_BATCH):
-        collection.delete(ids=stale[i:i + store.CHROMA_BATCH])
-    store.set_meta(conn, "chroma_generation", generation)

@@ -1,28 +1,15 @@
 """Reading an index: its chunks, vectors, BM25 token lists, manifest and freshness."""
 from __future__ import annotations
 
-import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from chunkers.base import CodeChunk
-from navigator import store
-from navigator.config import Config
-from navigator.errors import EmbedderMismatchError, IndexCorruptError, IndexMissingError, InputError
-
-T = TypeVar("T")
-
-
-def git_head(root: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
+from navigator.index import store
+from navigator.core.config import Config
+from navigator.core.errors import EmbedderMismatchError, IndexCorruptError, IndexMissingError, InputError
 
 def resolve_repo(path: str | Path | None) -> Path:
     root = Path(path or ".").expanduser()
@@ -42,16 +29,6 @@ class Freshness:
     def to_json(self) -> dict:
         return {"state": self.state, "files_changed_since": self.files_changed_since,
                 "changed_examples": self.changed_examples}
-
-
-# The chunk columns a CodeChunk is made of, in chunk_from_row's order.
-CHUNK_COLUMNS = "id, path, start_line, end_line, kind, symbol, parent, header, text, tokens"
-
-
-def chunk_from_row(row) -> CodeChunk:
-    """A CodeChunk from a row of SELECT {CHUNK_COLUMNS} FROM chunks."""
-    return CodeChunk(id=row[0], path=row[1], start_line=row[2], end_line=row[3], kind=row[4], symbol=row[5],
-                     parent=row[6], header=row[7], text=row[8], tokens=row[9])
 
 
 class NavIndex:
@@ -88,8 +65,8 @@ class NavIndex:
         """Every chunk, in corpus order (path, then position in the file). A query needs only a few:
         chunks_by_ids / chunk_by_id load just those."""
         if self._chunks is None:
-            rows = self.conn.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY path, seq").fetchall()
-            self._chunks = [chunk_from_row(r) for r in rows]
+            rows = self.conn.execute(f"SELECT {store.CHUNK_COLUMNS} FROM chunks ORDER BY path, seq").fetchall()
+            self._chunks = [store.chunk_from_row(r) for r in rows]
             self._by_id = {c.id: c for c in self._chunks}
         return self._chunks
 
@@ -97,8 +74,8 @@ class NavIndex:
         """id -> chunk for the ids the index holds (others are left out), read with one query per
         store.SQLITE_MAX_PARAMS ids and kept for the next call."""
         wanted = [cid for cid in dict.fromkeys(chunk_ids) if cid not in self._by_id]
-        rows = store.select_where_in(self.conn, f"SELECT {CHUNK_COLUMNS} FROM chunks", "id", wanted)
-        self._by_id.update((r[0], chunk_from_row(r)) for r in rows)
+        rows = store.select_where_in(self.conn, f"SELECT {store.CHUNK_COLUMNS} FROM chunks", "id", wanted)
+        self._by_id.update((r[0], store.chunk_from_row(r)) for r in rows)
         return {cid: self._by_id[cid] for cid in chunk_ids if cid in self._by_id}
 
     def chunk_by_id(self, chunk_id: str) -> CodeChunk:
@@ -123,7 +100,7 @@ class NavIndex:
         """Token lists persisted at index time, or None when they are missing or from another tokenizer."""
         import json
         try:
-            from retrievers.tokenize import TOKENIZER_VERSION
+            from navigator.index.tokenize import TOKENIZER_VERSION
         except ImportError:
             return None
         if self.tokenizer_version != TOKENIZER_VERSION:
@@ -137,8 +114,8 @@ class NavIndex:
         """(BM25Postings of the current generation, None), memory-mapped from <index_dir>/bm25/<generation>/,
         or (None, why they cannot be used): none written for this generation (a run was killed before
         writing them), another tokenizer, a damaged directory."""
-        from retrievers.bm25 import BM25Postings, BM25StateError
-        from retrievers.tokenize import tokenizer_version
+        from navigator.index.lexical import BM25Postings, BM25StateError
+        from navigator.index.tokenize import tokenizer_version
         directory = store.bm25_state_dir(self.index_dir, self.generation)
         try:
             postings, params = BM25Postings.load(directory)
@@ -166,7 +143,7 @@ class NavIndex:
         return {p: "\n".join(lines.get(i, "") for i in range(1, max(lines) + 1)) for p, lines in by_path.items()}
 
     def embedder(self):
-        from navigator.embedder import Embedder
+        from navigator.index.embedder import Embedder
         return Embedder(self.manifest.get("embedder", self.config.embed_model), self.config.embed_dtype)
 
     def cached_embeddings(self, texts: list[str]):
@@ -190,9 +167,9 @@ class NavIndex:
     def _load_query_encoder(self):
         """The ONNX export beside the index when there is one (no torch import, ~0.3 s cold), else
         sentence-transformers."""
-        from navigator.embedder import Embedder
+        from navigator.index.embedder import Embedder
         if self._query_encoder is None:
-            from navigator.onnx_query import OnnxQueryEncoder, is_exported, onnx_dir_for
+            from navigator.index.onnx_query import OnnxQueryEncoder, is_exported, onnx_dir_for
             identity = self.manifest.get("embedder", self.config.embed_model)
             onnx_dir = onnx_dir_for(self.index_dir, identity)
             self._query_encoder = (OnnxQueryEncoder(onnx_dir) if is_exported(onnx_dir)
@@ -201,7 +178,7 @@ class NavIndex:
 
     def embed_query(self, text: str):
         """The query vector (see _load_query_encoder for which encoder)."""
-        from navigator.embedder import QUERY_CHAR_LIMIT, Embedder
+        from navigator.index.embedder import QUERY_CHAR_LIMIT, Embedder
         encoder = self._load_query_encoder()
         if isinstance(encoder, Embedder):
             return encoder.encode_query(text)
@@ -221,7 +198,7 @@ class NavIndex:
         """The first query of a process: onnxruntime builds its session and embeds the query (native code,
         mostly without the GIL) on a worker thread while this thread imports chromadb (pure Python) and
         opens the collection. Measured cold: 0.61 s for both instead of 0.75 s one after the other."""
-        from navigator.onnx_query import is_exported, onnx_dir_for
+        from navigator.index.onnx_query import import_onnx_runtime, is_exported, onnx_dir_for, run_beside
         identity = self.manifest.get("embedder", self.config.embed_model)
         if not is_exported(onnx_dir_for(self.index_dir, identity)):
             return self.embed_query(query)
@@ -238,10 +215,11 @@ class NavIndex:
         if self._collection is None:
             if store.get_meta(self.conn, "chroma_generation") != store.get_meta(self.conn, "generation"):
                 # A run was killed between committing and syncing chroma: repair it from nav.db now.
-                from navigator.indexer import sync_chroma
+                from navigator.index.vector_store import sync_chroma
                 sync_chroma(self.index_dir, self.conn)
             try:
-                _, self._collection = store.open_collection(self.index_dir)
+                from navigator.index.vector_store import open_collection
+                _, self._collection = open_collection(self.index_dir)
             except Exception as exc:  # chromadb raises assorted internal errors on a damaged directory
                 raise IndexCorruptError(f"the vector store under {self.index_dir / store.CHROMA_DIR} cannot be opened ({exc})",
                                         hint="run `nav index PATH`: it rebuilds the vector store from the index database") from exc
@@ -249,7 +227,7 @@ class NavIndex:
 
     # ---- freshness
     def freshness(self) -> Freshness:
-        from navigator.indexer import diff_tree
+        from navigator.index.walk import diff_tree
         if self.chunk_count == 0:
             return Freshness("empty", 0, [])
         changed = diff_tree(self.root, self.conn, self.manifest.get("skip") or [], self.config)
@@ -268,39 +246,6 @@ class NavIndex:
             "files_skipped": sum((self.manifest.get("skipped") or {}).values()),
             "index_dir": str(self.index_dir),
         }
-
-
-def import_onnx_runtime() -> None:
-    """Import what the ONNX encoder needs, on this thread: before a worker thread builds an encoder (see
-    run_beside)."""
-    import numpy  # noqa: F401
-    import onnxruntime  # noqa: F401
-    import tokenizers  # noqa: F401
-
-
-def run_beside(background: Callable[[], T], foreground: Callable[[], object]) -> T:
-    """Run `background` on a worker thread while `foreground` runs on this one; return background's result
-    (its exception, if any, is raised here). Pays off for native work that releases the GIL (onnxruntime)
-    beside pure-Python work (importing chromadb). `background` must import nothing `foreground` might be
-    importing at the same moment: two threads importing the same modules can deadlock on the import locks."""
-    import threading
-    outcome: dict = {}
-
-    def work() -> None:
-        try:
-            outcome["result"] = background()
-        except BaseException as exc:  # re-raised on the calling thread below, whatever it is
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=work, name="nav-beside", daemon=True)
-    worker.start()
-    try:
-        foreground()
-    finally:
-        worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
 
 
 def missing_index_state(root: Path, index_dir: Path) -> dict:

@@ -27,9 +27,14 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from navigator.errors import ModelError
+from navigator.core.config import Config
+from navigator.core.errors import ModelError
+
+T = TypeVar("T")
 
 ONNX_SUBDIR = "onnx"
 MODEL_FILE = "model.onnx"
@@ -135,7 +140,7 @@ def export_onnx(model_name: str, out_dir: Path) -> Path:
 
 
 def _local_model_dir(model_name: str) -> Path:
-    from navigator.embedder import resolve_model_path
+    from navigator.index.embedder import resolve_model_path
     path = Path(resolve_model_path(model_name)).expanduser()
     if path.is_dir():
         return path
@@ -338,3 +343,75 @@ class OnnxQueryEncoder:
         import numpy as np
         feeds = {name: np.asarray(value, dtype=np.int64) for name, value in feeds.items()}
         return self.session.run(None, feeds)[0]
+
+
+def import_onnx_runtime() -> None:
+    """Import what the ONNX encoder needs, on this thread: before a worker thread builds an encoder (see
+    run_beside)."""
+    import numpy  # noqa: F401
+    import onnxruntime  # noqa: F401
+    import tokenizers  # noqa: F401
+
+
+def run_beside(background: Callable[[], T], foreground: Callable[[], object]) -> T:
+    """Run `background` on a worker thread while `foreground` runs on this one; return background's result
+    (its exception, if any, is raised here). Pays off for native work that releases the GIL (onnxruntime)
+    beside pure-Python work (importing chromadb). `background` must import nothing `foreground` might be
+    importing at the same moment: two threads importing the same modules can deadlock on the import locks."""
+    import threading
+    outcome: dict = {}
+
+    def work() -> None:
+        try:
+            outcome["result"] = background()
+        except BaseException as exc:  # re-raised on the calling thread below, whatever it is
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name="nav-beside", daemon=True)
+    worker.start()
+    try:
+        foreground()
+    finally:
+        worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+# Up to this many new chunk texts are embedded through the ONNX export when there is one: a small
+# re-index then never imports torch (4+ s), at cosine >= 0.9999 to the torch embedding.
+ONNX_SMALL_BATCH = 64
+
+
+def onnx_enabled(config: Config) -> bool:
+    return config.extra.get("NAV_ONNX", "1") != "0"
+
+
+def embed_with_onnx_while_importing_chromadb(index_dir: Path, identity: str, texts: list[str]):
+    """text -> vector through the ONNX export, or None when there is none. onnxruntime loads the model and
+    embeds on a worker thread while this one imports chromadb, which the sync after the commit needs:
+    ~0.15 s less than one after the other (see NavIndex._embed_query_while_opening_chroma)."""
+    onnx_dir = onnx_dir_for(index_dir, identity)
+    if not is_exported(onnx_dir):
+        return None
+    import_onnx_runtime()
+
+    def embed() -> dict:
+        encoder = OnnxQueryEncoder(onnx_dir)
+        return {t: encoder.encode(t) for t in texts}
+
+    from navigator.index.vector_store import import_chromadb
+    return run_beside(embed, import_chromadb)
+
+
+def ensure_onnx_export(index_dir: Path, config: Config, identity: str) -> list[str]:
+    """Export the embedder once for the torch-free query path. A failure only costs query speed."""
+    from navigator.core.errors import ModelError
+    onnx_dir = onnx_dir_for(index_dir, identity)
+    if is_exported(onnx_dir):
+        return []
+    try:
+        export_onnx(config.embed_model, onnx_dir)
+    except ModelError as exc:
+        return [f"no ONNX query model ({exc.message}); queries use sentence-transformers (slower start)"]
+    return [f"exported the embedder to ONNX for fast queries: {onnx_dir}"]

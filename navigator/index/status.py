@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from navigator.config import Config
+from navigator.core.config import Config
 
 
 @dataclass
@@ -45,8 +45,8 @@ def _age(seconds: float | None) -> str:
 
 
 def status(path: str | Path | None, config: Config | None = None) -> StatusReport:
-    from navigator.errors import IndexMissingError
-    from navigator.index import NavIndex, missing_index_state, resolve_repo
+    from navigator.core.errors import IndexMissingError
+    from navigator.index.nav_index import NavIndex, missing_index_state, resolve_repo
     config = config or Config.from_env()
     root = resolve_repo(path)
     try:

@@ -2,7 +2,7 @@
 
     <index_dir>/nav.db     files, chunks, the embedding cache (keyed by chunk content hash), meta/manifest
     <index_dir>/chroma/    chromadb persistent collection of the current chunks' vectors (cosine)
-    <index_dir>/bm25/<generation>/   the BM25 postings of that generation's chunks (retrievers.bm25.BM25Postings:
+    <index_dir>/bm25/<generation>/   the BM25 postings of that generation's chunks (navigator.index.lexical.BM25Postings:
                            numpy arrays, the term list, params.json with the generation and tokenizer version)
     <index_dir>/lock       held (flock) by the one `nav index` run allowed at a time
 
@@ -18,14 +18,12 @@ run writes it again.
 """
 from __future__ import annotations
 
-import gc
 import json
-import shutil
 import sqlite3
-import sys
 from pathlib import Path
 
-from navigator.errors import IndexCorruptError, IndexMissingError
+from chunkers.base import CodeChunk
+from navigator.core.errors import IndexCorruptError, IndexMissingError
 
 SCHEMA_VERSION = 1
 DB_NAME = "nav.db"
@@ -92,67 +90,16 @@ def set_meta(conn: sqlite3.Connection, key: str, value) -> None:
     conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
 
-def import_chromadb():
-    """Import chromadb with the cyclic garbage collector paused, then move what the import created to the
-    collector's permanent generation (gc.freeze). The import creates several hundred thousand objects:
-    the collector otherwise runs dozens of times during it and walks them all again at interpreter exit.
-    Measured, `python -c "import chromadb"`: 0.63 s -> 0.50 s. Frozen objects are never freed by the
-    collector, which costs nothing here: modules live as long as the process."""
-    if "chromadb" in sys.modules:
-        return sys.modules["chromadb"]
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        import chromadb
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
-    return chromadb
-
-
-def _chroma_path(index_dir: Path) -> str:
-    # chromadb keys its per-process cache by this string: always the same spelling for one directory.
-    return str((index_dir / CHROMA_DIR).resolve())
-
-
-def open_collection(index_dir: Path):
-    """The chromadb collection, with telemetry off and no embedding function: nav passes every vector
-    itself, so chromadb never downloads its default model."""
-    chromadb = import_chromadb()
-    from chromadb.config import Settings
-    if not (index_dir / CHROMA_DIR / "chroma.sqlite3").exists():
-        _forget_chroma_system(index_dir)  # deleted behind this process's back: a cached system would be stale
-    client = chromadb.PersistentClient(path=_chroma_path(index_dir),
-                                       settings=Settings(anonymized_telemetry=False, allow_reset=True))
-    return client, client.get_or_create_collection(COLLECTION, embedding_function=None,
-                                                   metadata={"hnsw:space": "cosine"})
-
-
-def _forget_chroma_system(index_dir: Path) -> None:
-    """Drop chromadb's cached client system for this index's directory.
-
-    chromadb keeps one System per persist directory for the life of the process (SharedSystemClient,
-    keyed by path) and hands it to every later client of that path. A System whose directory was deleted
-    still holds the old SQLite handles, so the next client in the same process fails with "attempt to write
-    a readonly database" or "unable to open database file". A long-lived process (MCP server, notebook,
-    `nav ask`) that rebuilds or repairs the index would meet that; so did the test suite."""
-    if "chromadb" not in sys.modules:
-        return
-    from chromadb.api.shared_system_client import SharedSystemClient
-    key = _chroma_path(index_dir)
-    system = SharedSystemClient._identifier_to_system.pop(key, None)
-    SharedSystemClient._identifier_to_refcount.pop(key, None)
-    if system is not None:
-        system.stop()
-
-
-def delete_vector_store(index_dir: Path) -> None:
-    """Delete the chroma directory (derived data: nav rebuilds it from nav.db) and chromadb's memory of it."""
-    _forget_chroma_system(index_dir)
-    shutil.rmtree(index_dir / CHROMA_DIR, ignore_errors=True)
-
-
 def bm25_state_dir(index_dir: Path, generation: int) -> Path:
     """Where the BM25 postings of index generation `generation` live."""
     return index_dir / BM25_DIR / str(int(generation))
+
+
+# The chunk columns a CodeChunk is made of, in chunk_from_row's order.
+CHUNK_COLUMNS = "id, path, start_line, end_line, kind, symbol, parent, header, text, tokens"
+
+
+def chunk_from_row(row) -> CodeChunk:
+    """A CodeChunk from a row of SELECT {CHUNK_COLUMNS} FROM chunks."""
+    return CodeChunk(id=row[0], path=row[1], start_line=row[2], end_line=row[3], kind=row[4], symbol=row[5],
+                     parent=row[6], header=row[7], text=row[8], tokens=row[9])

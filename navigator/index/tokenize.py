@@ -1,4 +1,5 @@
-"""Code-aware tokens for BM25: the same function turns documents and queries into terms.
+"""Code-aware tokens for BM25: the same analysis turns documents (here, at index time) and queries
+(retrievers.query_terms, which adds the query-only cross-lingual expansion) into terms.
 
 What one word of text becomes (`document_tokens("getHTTPResponse(FILE_TOOLS)")`):
 
@@ -10,9 +11,9 @@ What one word of text becomes (`document_tokens("getHTTPResponse(FILE_TOOLS)")`)
   digits         a part mixing letters and digits also yields its letter and digit runs:
                    utf8 -> utf8, utf, 8        sha256 -> sha256, sha, 256
   dotted names   each name as above, plus the dotted whole:  os.path.join -> os.path.join, os, path, join
-  stopwords      dropped (retrievers/data/stopwords.txt), except inside a compound
+  stopwords      dropped (navigator/index/data/stopwords.txt), except inside a compound
   stemming       a light suffix stemmer on the alphabetic parts only (see `stem`); compounds stay unstemmed
-  abbreviations  every form of a group in retrievers/data/abbreviations.tsv (plus the user's NAV_ABBREVIATIONS
+  abbreviations  every form of a group in navigator/index/data/abbreviations.tsv (plus the user's NAV_ABBREVIATIONS
                  file) is rewritten to the group's canonical word: max -> maximum, args -> argument
   CJK text       Chinese/Japanese runs have no spaces, so each run yields its characters as unigrams plus
                  its adjacent pairs as bigrams (the usual CJK n-gram indexing; no dictionary segmenter to
@@ -37,13 +38,12 @@ from importlib import resources
 from itertools import chain
 from pathlib import Path
 
-from navigator.errors import InputError
-from retrievers.datafiles import read_user_file, user_file_key
-from retrievers.crosslingual import expand_query
+from navigator.core.errors import InputError
+from navigator.core.datafiles import read_user_file, user_file_key
 
 TOKENIZER_CODE_VERSION = "code-tokens-1"
 USER_ABBREVIATIONS_ENV = "NAV_ABBREVIATIONS"
-_DATA_PACKAGE = "retrievers"   # the tables live in retrievers/data/, shipped as package data
+_DATA_PACKAGE = "navigator.index"   # the tables live in navigator/index/data/, shipped as package data
 _DATA_DIR = "data"
 STOPWORDS_FILE = "stopwords.txt"
 ABBREVIATIONS_FILE = "abbreviations.tsv"
@@ -293,7 +293,7 @@ def _tokenizer_for(user_file: Path | None, user_mtime_ns: int | None) -> Tokeniz
     # user_mtime_ns is part of the cache key only: an edited user file builds a new tokenizer.
     stop_text = _read_data_file(STOPWORDS_FILE)
     abbr_text = _read_data_file(ABBREVIATIONS_FILE)
-    groups = parse_abbreviations(abbr_text, f"retrievers/data/{ABBREVIATIONS_FILE}")
+    groups = parse_abbreviations(abbr_text, f"navigator/index/data/{ABBREVIATIONS_FILE}")
     digest = hashlib.sha256(stop_text.encode() + b"\0" + abbr_text.encode())
     if user_file is not None:
         user_text = read_user_file(user_file, USER_ABBREVIATIONS_ENV)
@@ -318,14 +318,6 @@ def tokenizer_version() -> str:
 def document_tokens(text: str) -> list[str]:
     """The BM25 terms of a chunk's embed_text, in text order, repeats kept (they are term frequencies)."""
     return current_tokenizer().tokens(text)
-
-
-def query_tokens(text: str) -> list[str]:
-    """The BM25 terms of a query: the same analysis as documents, so both sides meet, after appending the
-    English words of the Chinese programming terms in it (retrievers.crosslingual.expand_query: the indexed
-    code is English). Queries only, so the glossary is not part of TOKENIZER_VERSION. The whole text is
-    analysed however long it is; the BM25 retriever caps the number of distinct terms it scores."""
-    return current_tokenizer().tokens(expand_query(text))
 
 
 def __getattr__(name: str) -> str:

@@ -2,10 +2,15 @@
 and per-file checks (symlinks, size, binary, readability). Every file passed over is counted by reason."""
 from __future__ import annotations
 
+import hashlib
 import os
+import sqlite3
+import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from navigator.core.config import Config
 
 # Directories that are never source: VCS metadata, virtualenvs, dependency trees, build outputs, caches.
 DEFAULT_SKIP_DIRS = frozenset({
@@ -154,3 +159,41 @@ def read_source(abs_path: Path) -> SourceText:
         return SourceText(raw.decode("utf-8"), None, raw)
     except UnicodeDecodeError:
         return SourceText(raw.decode("utf-8", errors="replace"), None, raw, decode_error=True)
+
+
+def git_head(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def file_hash(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def diff_tree(root: Path, conn: sqlite3.Connection, skip: list[str], config: Config) -> list[str]:
+    """Paths added, modified or deleted since the index was built (stat first, hash only when stat differs)."""
+    index_dir = config.index_dir_for(root)
+    walked = walk_tree(root, skip=skip, max_file_bytes=config.max_file_bytes, extra_skip_dirs=(index_dir,))
+    known = {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT path, sha256, size, mtime_ns FROM files")}
+    changed: list[str] = []
+    seen = set()
+    for f in walked.files:
+        seen.add(f.path)
+        old = known.get(f.path)
+        if old is None:
+            src = read_source(f.abs_path)
+            if src.skip_reason is None and src.text.strip():
+                changed.append(f.path)
+            continue
+        if (old[1], old[2]) == (f.size, f.mtime_ns):
+            continue
+        try:
+            if file_hash(f.abs_path.read_bytes()) != old[0]:
+                changed.append(f.path)
+        except OSError:
+            changed.append(f.path)
+    changed.extend(sorted(p for p in known if p not in seen))
+    return changed
