@@ -109,7 +109,7 @@ def _tool_result(tool_use_id: str, outcome: ToolOutcome) -> dict[str, Any]:
             "is_error": outcome.is_error}
 
 
-def _default_client() -> anthropic.Anthropic:
+def default_client() -> anthropic.Anthropic:
     api_key = os.environ.get("ANTHROPIC_API_KEY")
     auth_token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
     if not api_key and not auth_token:
@@ -124,9 +124,11 @@ def _default_client() -> anthropic.Anthropic:
     return anthropic.Anthropic(auth_token=auth_token, timeout=API_TIMEOUT_S)
 
 
-def _create_message(client: anthropic.Anthropic, settings: AgentSettings,
-                    messages: list[dict[str, Any]]) -> Message:
-    """One model call. Every SDK failure, after the SDK's own retries, becomes an LLMError."""
+def create_message(client: anthropic.Anthropic, settings: AgentSettings, messages: list[dict[str, Any]], *,
+                   system: str = SYSTEM_PROMPT, tools: list[dict[str, Any]] = TOOL_SCHEMAS,
+                   tool_choice: dict[str, Any] | None = None) -> Message:
+    """One model call. Every SDK failure, after the SDK's own retries, becomes an LLMError. The agent's own
+    prompt and tools by default; `nav tune`'s worker passes its own."""
     import anthropic
 
     retries = getattr(client, "max_retries", None)
@@ -135,9 +137,10 @@ def _create_message(client: anthropic.Anthropic, settings: AgentSettings,
         return client.messages.create(
             model=settings.model,
             max_tokens=settings.max_tokens,
-            system=SYSTEM_PROMPT,
-            tools=TOOL_SCHEMAS,
+            system=system,
+            tools=tools,
             messages=messages,
+            **({"tool_choice": tool_choice} if tool_choice else {}),
         )
     except anthropic.AuthenticationError as err:
         raise LLMError(f"the Anthropic API rejected the credentials (401: {_detail(err)})",
@@ -209,7 +212,7 @@ class _Run:
     def call_model(self) -> Message:
         self.steps += 1
         self.emit("model_call", self.settings.model)
-        response = _create_message(self.client, self.settings, self.conversation.messages)
+        response = create_message(self.client, self.settings, self.conversation.messages)
         usage = response.usage
         self.input_tokens += (usage.input_tokens + (usage.cache_creation_input_tokens or 0)
                               + (usage.cache_read_input_tokens or 0))
@@ -327,5 +330,5 @@ def run_agent(
         raise InputError(f"repository root {str(root)!r} is not a directory", hint="pass the repository's directory")
     settings = resolve_settings(model=model, max_steps=max_steps, max_tokens=max_tokens, budget=budget)
     run = _Run(question.strip(), root.resolve(), search_code, settings,
-               client if client is not None else _default_client(), on_event)
+               client if client is not None else default_client(), on_event)
     return run.loop()

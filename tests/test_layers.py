@@ -23,6 +23,7 @@ LAYERS = [
     "navigator.context",
     "agent_loop",
     "navigator.evaluation",
+    "navigator.tuning",
     "navigator.frontends",
 ]
 # Evaluation sits beside the path: it measures retrievers and context, and needs nothing of the agent.

@@ -14,14 +14,17 @@ DEFAULT_BUDGET = 2000
 
 
 def build_context(question: str, budget: int, repo: str | Path | None, retriever_name: str | None = None,
-                  config: Config | None = None, *, depth: int = CANDIDATE_DEPTH):
+                  config: Config | None = None, *, depth: int = CANDIDATE_DEPTH, policy: str | Path | None = None):
+    """The budgeted envelope for `question`. `policy` (or NAV_POLICY) names a selection policy file
+    (navigator.context.policy); by default the shipped one."""
     from navigator.context.envelope import build_envelope
     from navigator.index.nav_index import NavIndex, missing_index_state, resolve_repo
-    from navigator.context.selection import params_for_retriever, select_context
+    from navigator.context.policy import POLICY_ENV, load_policy, select_with_policy
     from retrievers.registry import get_retriever, selected_name
     if budget <= 0:
         raise UsageError(f"--budget must be a positive number of tokens, got {budget}")
     config = config or Config.from_env()
+    selector = load_policy(policy or config.extra.get(POLICY_ENV) or None)
     name = selected_name(retriever_name, config)
     root = resolve_repo(repo)
     try:
@@ -34,6 +37,6 @@ def build_context(question: str, budget: int, repo: str | Path | None, retriever
         return build_envelope(question, None, budget, name, state, repo_root=root)
     retriever = get_retriever(name, index, config)
     candidates = retriever.retrieve(question, depth)
-    selection = select_context(question, candidates, budget, params_for_retriever(name))
+    selection = select_with_policy(selector, question, candidates, budget, name)
     return build_envelope(question, selection, budget, name, state, repo_root=root)
 

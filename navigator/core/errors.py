@@ -12,6 +12,7 @@
     ├── ModelError                exit 4   an embedding / rerank model that cannot be loaded
     ├── RetrieverError            exit 2   unknown retriever name (lists the registered ones)
     ├── LeakageError              exit 5   the answer key lies inside the indexed tree
+    ├── PolicyError               exit 2   a selection policy file that fails to load or breaks its contract
     └── LLMError                  exit 6   the language-model API failed (after the SDK's own retries)
         └── MissingAPIKeyError    exit 7
 
@@ -86,3 +87,8 @@ class LLMError(NavError):
 
 class MissingAPIKeyError(LLMError):
     exit_code = 7
+
+
+class PolicyError(NavError):
+    """A selection policy file that cannot be loaded, or whose output breaks the policy contract."""
+    exit_code = 2

@@ -28,7 +28,8 @@ def _parse_ints(value: str, flag: str) -> tuple[int, ...]:
     return out
 
 
-def _prepared(queries_path: str, repo: str | None, config: Config):
+def prepared_query_set(queries_path: str, repo: str | None, config: Config):
+    """The index of `repo` and the query set at `queries_path`, checked against it (leakage, answerability)."""
     from navigator.evaluation import prepare_query_set
     from navigator.index.nav_index import NavIndex
     path = Path(queries_path).expanduser()
@@ -52,7 +53,7 @@ def run_named(queries_path: str, repo: str | None, retrievers: list[str], *, ks=
               depth: int | None = None, config: Config | None = None):
     from navigator.evaluation import run_eval
     config = config or Config.from_env()
-    index, queries, unanswerable = _prepared(queries_path, repo, config)
+    index, queries, unanswerable = prepared_query_set(queries_path, repo, config)
     depth = depth or max(max(ks), 10)
     meta = {"queries_file": str(Path(queries_path).resolve()), "repo": str(index.root),
             "index_built_at": index.manifest.get("built_at"), "git_head": index.manifest.get("git_head"),
@@ -82,16 +83,16 @@ def evaluate_budgets(queries_path: str, repo: str | None, retriever: str | None,
     from navigator.context.build import CANDIDATE_DEPTH
     from navigator.evaluation.budget import render_budget_table, run_budget_eval
     from navigator.evaluation.metrics import ChunkView
-    from navigator.context.selection import params_for_retriever, select_context
+    from navigator.context.policy import POLICY_ENV, load_policy, select_with_policy
     from retrievers.registry import get_retriever
     config = Config.from_env()
     name = retriever or config.retriever
-    index, queries, _ = _prepared(queries_path, repo, config)
+    index, queries, _ = prepared_query_set(queries_path, repo, config)
     ranker = get_retriever(name, index, config)
-    params = params_for_retriever(name)
+    policy = load_policy(config.extra.get(POLICY_ENV) or None)
 
     def select(question, candidates, budget):
-        selection = select_context(question, candidates, budget, params)
+        selection = select_with_policy(policy, question, candidates, budget, name)
         return [ChunkView(p.chunk.path, p.text, p.tokens) for p in selection.pieces]
 
     runs = run_budget_eval(queries, lambda q: ranker.retrieve(q, CANDIDATE_DEPTH), select,

@@ -45,7 +45,7 @@ def cmd_search(args) -> int:
 
 def cmd_context(args) -> int:
     from navigator.context.build import build_context
-    envelope = build_context(args.question, args.budget, args.repo, args.retriever)
+    envelope = build_context(args.question, args.budget, args.repo, args.retriever, policy=args.policy)
     _print_json(envelope.to_json()) if args.json else print(envelope.render_text())
     return 0
 
@@ -107,6 +107,19 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_tune(args) -> int:
+    from navigator.tuning.run import make_worker, render_summary, run_tune
+
+    def show(entry) -> None:
+        sys.stderr.write(f"[trial {entry['trial']}] {entry['decision']}: {entry['reason']}\n")
+
+    result = run_tune(args.queries, args.repo, make_worker(args.worker, model=args.model), trials=args.trials,
+                      holdout_share=args.holdout, seed=args.seed, budget=args.budget, retriever=args.retriever,
+                      policy=args.policy, out_dir=args.out, on_trial=show)
+    print(render_summary(result))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from navigator.context.build import DEFAULT_BUDGET  # light: config and errors only
     parser = argparse.ArgumentParser(prog="nav", description="Index a local repository and find the code that answers a question.",
@@ -141,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget (default {DEFAULT_BUDGET})")
     p.add_argument("--repo", default=".")
     p.add_argument("--retriever", default=None)
+    p.add_argument("--policy", default=None, help="a selection policy file (default: $NAV_POLICY or the shipped one)")
     p.add_argument("--json", action="store_true", help="the envelope as JSON (keys documented in navigator/context/envelope.py)")
     p.set_defaults(func=cmd_context)
 
@@ -189,6 +203,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", default=".")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("tune", help="improve the selection policy file: a worker proposes, a supervisor keeps or discards")
+    p.add_argument("--queries", required=True, help="JSONL query set (split into dev and holdout)")
+    p.add_argument("--repo", default=".")
+    p.add_argument("--trials", type=int, default=20)
+    p.add_argument("--holdout", type=float, default=0.25, help="share of the queries held out (default 0.25)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--worker", nargs="+", default=["claude"], metavar="claude | patches DIR",
+                   help="who proposes edits: a Claude agent (needs ANTHROPIC_API_KEY) or a folder of candidate files")
+    p.add_argument("--model", default=None, help="the worker's model (default $NAV_AGENT_MODEL)")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="the token budget the policy is tuned for")
+    p.add_argument("--retriever", default=None)
+    p.add_argument("--policy", default=None, help="the starting policy file (default: the shipped one)")
+    p.add_argument("--out", default=None, help="run folder (default <index>/tune/<time>)")
+    p.set_defaults(func=cmd_tune)
     return parser
 
 
