@@ -3,6 +3,7 @@ SDK against a local fake Messages API, over a real index."""
 from __future__ import annotations
 
 import difflib
+import math
 import json
 from pathlib import Path
 
@@ -129,6 +130,7 @@ def test_scripted_worker_meets_every_decision_the_rules_say(tuned_repo, tmp_path
     assert result.winner_dev["mean_tokens"] < 0.7 * result.start_dev["mean_tokens"]
     # the holdout is paired query by query, and the winner loses none of it
     assert result.holdout and result.holdout["lost"] == [] and result.holdout["token_change"] < 0
+    assert result.holdout["versus_top_k"]["token_change"] < 0
     assert result.winner_path.read_text() == TOP_ONE
     # the worker saw the log of earlier trials and the thresholds, never a holdout query
     held = json.loads((result.out_dir / "split.json").read_text())["holdout"]
@@ -223,3 +225,18 @@ def test_split_is_seeded_and_stratified():
     dev, held = split_queries(qs, 0.25, seed=5)
     assert {q.category for q in held} == {"a", "b"} and len(dev) + len(held) == 12
     assert [q.id for q in split_queries(qs, 0.25, seed=5)[1]] == [q.id for q in held]
+
+
+def test_flips_accumulate_against_the_starting_policy_and_the_floor_is_whole_queries():
+    start = _score([(True, 100)] * 10 + [(False, 100)] * 10)
+    th = calibrate(start, seed=0)
+    # an incumbent that already lost max_flips of the start's answers leaves no room for one more
+    lost = th.max_flips
+    incumbent = _score([(i >= lost, 80) for i in range(10)] + [(False, 80)] * 10)
+    one_more = _score([(i > lost, 40) for i in range(10)] + [(False, 40)] * 10)
+    assert judge(one_more, incumbent, th, start).decision == "discard"
+    # exactly at the floor is allowed (compared in whole queries, not rounded shares)
+    at_floor = math.ceil(th.accuracy_floor * 20 - 1e-9)
+    floor_th = type(th)(**{**th.to_json(), "max_flips": 20})
+    exact = _score([(i < at_floor, 10) for i in range(20)])
+    assert judge(exact, start, floor_th, start).decision == "keep"

@@ -42,6 +42,11 @@ def write_report(result, *, budget: int, retriever: str, queries_path: str) -> P
         lines += ["", f"**Holdout, paired query by query: {h['verdict']}.** Lost: {', '.join(h['lost']) or 'none'}; "
                       f"gained: {', '.join(h['gained']) or 'none'}; tokens {h['token_change']:+.1%} "
                       f"(95% CI of the mean per-query difference {h['token_ci'][0]:+.1f} .. {h['token_ci'][1]:+.1f} tokens)."]
+        v = h.get("versus_top_k")
+        if v:
+            lines += ["", f"Winner against plain top-5 on the holdout, paired: {v['verdict']}. Lost: "
+                          f"{', '.join(v['lost']) or 'none'}; gained: {', '.join(v['gained']) or 'none'}; "
+                          f"tokens {v['token_change']:+.1%}."]
     lines += ["", "## Frontier (accuracy against mean tokens, dev)", "", "| trial | accuracy | mean tokens |", "|---|---|---|"]
     lines += [f"| {p['trial']} | {p['accuracy']:.3f} | {p['mean_tokens']:.0f} |" for p in result.frontier]
     lines += ["", "## Trials", "", "| # | family | decision | reason | hypothesis |", "|---|---|---|---|---|"]

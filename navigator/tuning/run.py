@@ -100,7 +100,7 @@ def run_tune(queries_path: str, repo: str | None, worker, *, trials: int = 20, h
                                                          f"a/{policy_name}", f"b/{policy_name}"))
             path = _write_trial(out, trial, policy_name, proposal.source)
             score = score_policy(path, frozen_dev, budget, name, limits)
-            verdict = judge(score, incumbent_score, thresholds)
+            verdict = judge(score, incumbent_score, thresholds, start_dev)
             entry.update(decision=verdict.decision, reason=verdict.reason, metrics=score.summary(),
                          lost=verdict.flips, gained=verdict.gains, token_cut=verdict.token_cut)
             if score.ok:
@@ -116,6 +116,8 @@ def run_tune(queries_path: str, repo: str | None, worker, *, trials: int = 20, h
         start_held = score_policy(start_path, frozen_held, budget, name, limits)
         winner_held = score_policy(incumbent_path, frozen_held, budget, name, limits)
         held_result = holdout(start_held, winner_held, seed=seed).to_json()
+        # The token target is set against plain top-5: pair the winner with it too, query by query.
+        held_result["versus_top_k"] = holdout(_top_k_score(frozen_held), winner_held, seed=seed).to_json()
     winner_path = out / f"winner-{policy_name}"
     winner_path.write_text(incumbent_source, encoding="utf-8")
     result = TuneResult(out, thresholds.to_json(), log.entries, start_dev.summary(), incumbent_score.summary(),
@@ -137,20 +139,25 @@ def _write_json(path: Path, payload: dict) -> None:
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _top_k_reference(frozen_dev: list, frozen_held: list) -> dict:
+def _top_k_score(frozen: list) -> PolicyScore:
     """Plain top-5 on the same frozen candidates: the yardstick of the issue's token target."""
     from navigator.evaluation import metrics
+    from navigator.tuning.supervisor import QueryScore
+    scores = []
+    for fq in frozen:
+        views = metrics.view_ranking(fq.candidates[:TOP_K_REFERENCE])
+        recall = metrics.recall_at_budget(views, fq.query.items, fq.query.mode)
+        scores.append(QueryScore(fq.id, fq.query.category, recall >= 1.0, sum(v.tokens for v in views)))
+    return PolicyScore("ok", queries=scores)
+
+
+def _top_k_reference(frozen_dev: list, frozen_held: list) -> dict:
     out = {}
     for label, frozen in (("dev", frozen_dev), ("holdout", frozen_held)):
-        if not frozen:
-            continue
-        answered = tokens = 0
-        for fq in frozen:
-            views = metrics.view_ranking(fq.candidates[:TOP_K_REFERENCE])
-            answered += metrics.recall_at_budget(views, fq.query.items, fq.query.mode) >= 1.0
-            tokens += sum(v.tokens for v in views)
-        out[label] = {"k": TOP_K_REFERENCE, "accuracy": round(answered / len(frozen), 4),
-                      "mean_tokens": round(tokens / len(frozen), 1), "queries": len(frozen)}
+        if frozen:
+            score = _top_k_score(frozen)
+            out[label] = {"k": TOP_K_REFERENCE, "accuracy": round(score.accuracy, 4),
+                          "mean_tokens": round(score.mean_tokens, 1), "queries": len(frozen)}
     return out
 
 

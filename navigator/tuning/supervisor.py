@@ -130,27 +130,34 @@ class Verdict:
     token_cut: float | None = None
 
 
-def judge(candidate: PolicyScore, incumbent: PolicyScore, thresholds: Thresholds) -> Verdict:
-    """Keep only a sound policy that holds the floor, flips few answers, and cuts tokens beyond noise."""
+def judge(candidate: PolicyScore, incumbent: PolicyScore, thresholds: Thresholds,
+          start: PolicyScore | None = None) -> Verdict:
+    """Keep only a sound policy that holds the floor, flips few answers, and cuts tokens beyond noise.
+
+    Flips are counted against the starting policy (the queries it answered), not only the incumbent, so
+    a chain of kept trials cannot lose more than max_flips in total. Accuracy is compared in whole queries."""
     if not candidate.ok:
         return Verdict(REJECT, f"{candidate.status}: {candidate.reason}")
     mine, theirs = candidate.by_id(), incumbent.by_id()
-    flips = [qid for qid, q in theirs.items() if q.answered and not mine[qid].answered]
+    baseline = (start or incumbent).by_id()
+    flips = [qid for qid, q in baseline.items() if q.answered and not mine[qid].answered]
     gains = [qid for qid, q in theirs.items() if not q.answered and mine[qid].answered]
     cut = 1.0 - candidate.mean_tokens / incumbent.mean_tokens if incumbent.mean_tokens else 0.0
     verdict = Verdict(KEEP, "", flips, gains, round(cut, 4))
-    if candidate.accuracy < thresholds.accuracy_floor:
-        verdict.decision, verdict.reason = DISCARD, (f"accuracy {candidate.accuracy:.3f} is under the floor "
-                                                     f"{thresholds.accuracy_floor:.3f}")
+    answered = sum(q.answered for q in candidate.queries)
+    needed = math.ceil(thresholds.accuracy_floor * len(candidate.queries) - 1e-9)
+    if answered < needed:
+        verdict.decision, verdict.reason = DISCARD, (f"accuracy {candidate.accuracy:.3f} ({answered} answered) is "
+                                                     f"under the floor {thresholds.accuracy_floor:.3f} ({needed})")
     elif len(flips) > thresholds.max_flips:
-        verdict.decision, verdict.reason = DISCARD, (f"{len(flips)} previously answered queries lost "
+        verdict.decision, verdict.reason = DISCARD, (f"{len(flips)} queries the starting policy answered are lost "
                                                      f"(at most {thresholds.max_flips}): {', '.join(flips[:8])}")
     elif cut < thresholds.min_token_cut:
         verdict.decision, verdict.reason = DISCARD, (f"token cut {cut:+.1%} is under the minimum "
                                                      f"{thresholds.min_token_cut:.1%} needed to replace the incumbent")
     else:
         verdict.reason = (f"cuts tokens {cut:.1%} at accuracy {candidate.accuracy:.3f} "
-                          f"({len(flips)} lost, {len(gains)} gained)")
+                          f"({len(flips)} lost since the start, {len(gains)} gained)")
     return verdict
 
 
