@@ -1,0 +1,193 @@
+"""The symbol graph: definitions, references and containment extracted at index time, kept in step with the
+chunks incrementally, resolved across files at query time; the graph retriever and the graph tools of `nav ask`."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from navigator.core.config import Config
+from navigator.index import store
+from navigator.index.graph import GRAPH_META_KEY, GRAPH_VERSION, SymbolGraph
+from navigator.index.indexer import build_index
+from navigator.index.nav_index import NavIndex
+from tests.repo_factory import write
+
+SHOP = {
+    "shop/__init__.py": '"""The shop package."""\nfrom .cart import Cart\n',
+    "shop/pricing.py": (
+        '"""Prices and taxes."""\n'
+        "VAT_RATE = 0.2\n"
+        "ROUNDING_DIGITS = 2\n"
+        "\n\n"
+        "def price_with_vat(net):\n"
+        "    return round(net * (1 + VAT_RATE), ROUNDING_DIGITS)\n"
+    ),
+    "shop/base.py": (
+        "class Container:\n"
+        "    def size(self):\n"
+        "        return len(self.items)\n"
+    ),
+    "shop/cart.py": (
+        '"""The shopping cart."""\n'
+        "from shop.pricing import price_with_vat\n"
+        "from . import base\n"
+        "\n"
+        "MAX_ITEMS = 50\n"
+        "\n\n"
+        "class Cart(base.Container):\n"
+        '    """Items someone means to buy."""\n'
+        "\n"
+        "    def __init__(self, limit=MAX_ITEMS):\n"
+        "        self.items = []\n"
+        "        self.limit = limit\n"
+        "\n"
+        "    def add(self, item):\n"
+        "        if self.size() >= self.limit:\n"
+        "            raise ValueError('full')\n"
+        "        self.items.append(item)\n"
+        "\n"
+        "    def total(self):\n"
+        "        return sum(price_with_vat(i) for i in self.items)\n"
+    ),
+    "checkout.py": (
+        "from shop.cart import Cart\n"
+        "\n\n"
+        "def checkout(items):\n"
+        "    cart = Cart()\n"
+        "    for item in items:\n"
+        "        cart.add(item)\n"
+        "    return cart.total()\n"
+    ),
+}
+
+
+def make_shop(root: Path) -> Path:
+    for rel, text in SHOP.items():
+        write(root, rel, text)
+    return root
+
+
+def index_of(root: Path) -> NavIndex:
+    build_index(root, Config.from_env())
+    return NavIndex.open(root)
+
+
+def one(defs, qualname: str):
+    """The one non-module definition with this qualified name (a module "checkout" and its function share it)."""
+    found = [d for d in defs if d.qualname == qualname and d.kind != "module"]
+    assert len(found) == 1, (qualname, defs)
+    return found[0]
+
+
+def graph_rows(root: Path, sql: str):
+    conn = sqlite3.connect(root / ".nav" / "nav.db")
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_definitions_containment_and_their_chunks(tmp_path, nav_env):
+    root = make_shop(tmp_path / "repo")
+    index = index_of(root)
+    graph = SymbolGraph(index.conn)
+    cart = one(graph.definitions("Cart"), "Cart")
+    assert (cart.path, cart.kind, cart.parent) == ("shop/cart.py", "class", None)
+    members = {d.qualname: d.kind for d in graph.members(cart)}
+    assert members == {"Cart.__init__": "method", "Cart.add": "method", "Cart.total": "method"}
+    module = graph.container(cart)
+    assert module is not None and module.kind == "module" and module.qualname == "shop.cart"
+    top = {d.qualname: d.kind for d in graph.members(module)}
+    assert top == {"MAX_ITEMS": "constant", "Cart": "class"}
+    assert one(graph.definitions("VAT_RATE"), "VAT_RATE").kind == "constant"
+    # Every definition points at the chunk that holds its first line.
+    for d in [cart, *graph.members(cart), *graph.definitions("price_with_vat")]:
+        chunk = index.chunk_by_id(d.chunk_id)
+        assert chunk.path == d.path and chunk.start_line <= d.start_line <= chunk.end_line
+    assert graph.definitions("Cart.total")[0].qualname == "Cart.total"
+    assert graph.definitions("shop.pricing")[0].kind == "module"
+
+
+def test_references_resolve_across_files_through_self_and_to_base_classes(tmp_path, nav_env):
+    root = make_shop(tmp_path / "repo")
+    graph = SymbolGraph(index_of(root).conn)
+    price = one(graph.definitions("price_with_vat"), "price_with_vat")
+    # Cart.total calls it through `from shop.pricing import price_with_vat`: a cross-file caller.
+    assert [(d.path, d.qualname) for d in graph.callers(price)] == [("shop/cart.py", "Cart.total")]
+    # What price_with_vat reads: the two constants of its own module.
+    used = {(t.qualname, r.kind) for r, t in graph.callees(price)}
+    assert used == {("VAT_RATE", "name"), ("ROUNDING_DIGITS", "name")}
+    # self.size() resolves to the base class's method only by name (it is not Cart's); self.add to Cart.add.
+    add = one(graph.definitions("add"), "Cart.add")
+    callees = {(t.path, t.qualname) for r, t in graph.callees(add) if r.kind == "call"}
+    assert ("shop/base.py", "Container.size") in callees
+    checkout = one(graph.definitions("checkout"), "checkout")
+    called = {(t.path, t.qualname) for r, t in graph.callees(checkout) if r.kind == "call"}
+    assert ("shop/cart.py", "Cart") in called                      # through `from shop.cart import Cart`
+    assert {("shop/cart.py", "Cart.add"), ("shop/cart.py", "Cart.total")} <= called   # cart.add: by name
+    # The base class, through `from . import base` and `base.Container`.
+    cart = one(graph.definitions("Cart"), "Cart")
+    bases = [(t.path, t.qualname) for r, t in graph.callees(cart) if r.kind == "base"]
+    assert bases == [("shop/base.py", "Container")]
+    # The constructor's default reads MAX_ITEMS; Cart's users are found in another file.
+    init = one(graph.definitions("__init__"), "Cart.__init__")
+    assert {t.qualname for r, t in graph.callees(init)} == {"MAX_ITEMS"}
+    assert {(r.path, r.scope) for r in graph.references_to(cart)} >= {("checkout.py", "checkout")}
+    # Imports point at the repository's files; relative imports are made absolute.
+    imports = {(p, n, t) for p, n, t in graph_rows(root, "SELECT path, name, target_path FROM graph_refs WHERE kind='import'")}
+    assert ("shop/cart.py", "price_with_vat", "shop/pricing.py") in imports
+    assert ("shop/cart.py", "base", "shop/base.py") in imports
+    assert ("shop/__init__.py", "Cart", "shop/cart.py") in imports
+
+
+def test_incremental_update_after_edit_and_delete(tmp_path, nav_env):
+    root = make_shop(tmp_path / "repo")
+    index_of(root)
+    before = graph_rows(root, "SELECT path, qualname FROM graph_defs WHERE path='shop/pricing.py' ORDER BY qualname")
+    untouched = graph_rows(root, "SELECT rowid, * FROM graph_defs WHERE path='shop/base.py'")
+    write(root, "shop/pricing.py", SHOP["shop/pricing.py"].replace("price_with_vat", "gross_price")
+          + "\n\ndef discount(net):\n    return net * 0.9\n")
+    (root / "checkout.py").unlink()
+    summary = build_index(root, Config.from_env())
+    assert summary.files_changed == 1 and summary.files_deleted == 1
+    after = {q for _, q in graph_rows(root, "SELECT path, qualname FROM graph_defs WHERE path='shop/pricing.py'")}
+    assert ("shop/pricing.py", "price_with_vat") in before
+    assert after == {"shop.pricing", "VAT_RATE", "ROUNDING_DIGITS", "gross_price", "discount"}
+    assert not graph_rows(root, "SELECT 1 FROM graph_defs WHERE path='checkout.py'")
+    assert not graph_rows(root, "SELECT 1 FROM graph_refs WHERE path='checkout.py'")
+    # Only the changed file was re-extracted: the other files' rows are the same rows.
+    assert graph_rows(root, "SELECT rowid, * FROM graph_defs WHERE path='shop/base.py'") == untouched
+    # Every chunk id the graph names is a chunk of the current index.
+    dangling = graph_rows(root, "SELECT COUNT(*) FROM graph_defs WHERE chunk_id NOT IN (SELECT id FROM chunks)")
+    assert dangling == [(0,)]
+    graph = SymbolGraph(NavIndex.open(root).conn)
+    # The old name is gone, and Cart.total's call of it no longer resolves to anything.
+    assert graph.definitions("price_with_vat") == []
+    gross = one(graph.definitions("gross_price"), "gross_price")
+    assert graph.callers(gross) == []
+    # A file added later becomes the target of an import written earlier.
+    write(root, "shop/__init__.py", SHOP["shop/__init__.py"] + "from .extras import gift\n")
+    write(root, "shop/extras.py", "def gift():\n    return 'bow'\n")
+    build_index(root, Config.from_env())
+    assert ("shop/__init__.py", "shop/extras.py") in graph_rows(
+        root, "SELECT path, target_path FROM graph_refs WHERE kind='import' AND name='gift'")
+
+
+def test_an_index_from_before_the_graph_gets_one_on_its_next_run(tmp_path, nav_env):
+    root = make_shop(tmp_path / "repo")
+    build_index(root, Config.from_env())
+    conn = sqlite3.connect(root / ".nav" / "nav.db")
+    conn.executescript("DROP TABLE graph_defs; DROP TABLE graph_refs; DELETE FROM meta WHERE key='graph_version';"
+                       "UPDATE meta SET value='1' WHERE key='schema_version';")
+    conn.close()
+    index = NavIndex.open(root)      # schema 1 is upgraded in place; its graph is empty until the next run
+    assert store.get_meta(index.conn, "schema_version") == store.SCHEMA_VERSION
+    assert not SymbolGraph(index.conn).available and SymbolGraph(index.conn).definitions("Cart") == []
+    index.conn.close()
+    summary = build_index(root, Config.from_env())
+    assert summary.files_changed == 0          # nothing re-chunked: the graph comes from the stored chunks
+    graph = SymbolGraph(NavIndex.open(root).conn)
+    assert graph.available and store.get_meta(graph.conn, GRAPH_META_KEY) == GRAPH_VERSION
+    assert one(graph.definitions("Cart"), "Cart").path == "shop/cart.py"
