@@ -525,3 +525,21 @@ class SymbolGraph:
             for d in found:
                 out.setdefault((d.path, d.qualname), d)
         return list(out.values())
+
+    def uses_in_chunk(self, chunk_id: str, kinds: Sequence[str] = ("call", "name", "base")) -> list[tuple[Reference, Definition]]:
+        """What the code of one chunk uses, resolved (a chunk may hold part of a definition, or several)."""
+        placeholders = ",".join("?" * len(kinds))
+        out = []
+        for ref in self._refs(f"chunk_id=? AND kind IN ({placeholders})", (chunk_id, *kinds)):
+            out.extend((ref, target) for target in self.resolve(ref))
+        return out
+
+    def reference_count(self, name: str) -> int:
+        """How many scopes use `name` (imports not counted)."""
+        if not self.available:
+            return 0
+        return self.conn.execute("SELECT COUNT(*) FROM graph_refs WHERE name=? AND kind!='import'", (name,)).fetchone()[0]
+
+    def definitions_at(self, path: str, qualname: str) -> list[Definition]:
+        """The definitions with this qualified name in one file (a module and its function may share one)."""
+        return self._defs("path=? AND qualname=? AND kind!='module'", (path, qualname))
