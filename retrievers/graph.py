@@ -7,8 +7,9 @@ before it, not re-indexed since) is ranked by hybrid alone, with a note.
 
 Settings (environment, read through config.extra):
   NAV_GRAPH_POOL      hybrid candidates re-scored (default 30; at least k)
-  NAV_GRAPH_SOURCES   top hits whose neighbours are lifted (default 5)
-  NAV_GRAPH_WEIGHT    share of a source's score passed along an edge of weight 1 (default 0.5)
+  NAV_GRAPH_SOURCES   top hits whose neighbours are lifted (default 3)
+  NAV_GRAPH_WEIGHT    share of a source's score passed along an edge of weight 1 (default 1: a constructor
+                      reached from the top hit lands beside it)
 """
 from __future__ import annotations
 
@@ -65,8 +66,8 @@ def _positive(extra: Mapping[str, str], env: str, default, cast):
 @dataclass(frozen=True)
 class GraphSettings:
     pool: int = 30
-    sources: int = 5
-    weight: float = 0.5
+    sources: int = 3
+    weight: float = 1.0
 
     @classmethod
     def from_extra(cls, extra: Mapping[str, str]) -> "GraphSettings":
