@@ -45,6 +45,7 @@ NEIGHBOUR_WEIGHTS = {
     "base": 0.4,             # class -> its base classes
     "caller": 0.4,           # definition -> the code that calls it
 }
+CEILING_MARGIN = 1e-3       # how far below its source a lifted neighbour stays
 MAX_NEIGHBOURS = 8           # per source
 MAX_CALLERS = 5              # per definition
 MAX_NAME_REFERENCES = 40     # a name used more often than this is too generic to follow to its callers
@@ -103,20 +104,27 @@ class GraphRetriever(Retriever):
         self._notes = []
         if k <= 0:
             return []
-        pool = self.hybrid.retrieve(query, max(k, self.settings.pool))
+        # No deeper than hybrid's own candidate depth for k, so the pool's order is exactly hybrid's ranking.
+        depth = self.hybrid.settings.depth_for(self.index.chunk_count, k)
+        pool = self.hybrid.retrieve(query, max(k, min(self.settings.pool, depth)))
         if not pool:
             return []
         if not self.graph.available:
             self._notes.append(NO_GRAPH_NOTE)
             return pool[:k]
-        bonus: dict[str, float] = defaultdict(float)
-        for source in pool[:self.settings.sources]:
-            for chunk_id, edge_weight in self.neighbours(source.chunk):
-                bonus[chunk_id] += self.settings.weight * edge_weight * source.score
         own = {hit.chunk.id: hit for hit in pool}
         final = {cid: hit.score for cid, hit in own.items()}
-        for cid, extra in bonus.items():
-            final[cid] = final.get(cid, 0.0) + extra
+        bonus: dict[str, float] = defaultdict(float)
+        for source in pool[:self.settings.sources]:
+            # A neighbour rises by its share of the source's score, but never past the source: the hit that
+            # earned the evidence keeps its place, its neighbours line up behind it.
+            for chunk_id, edge_weight in self.neighbours(source.chunk):
+                ceiling = source.score * (1.0 - CEILING_MARGIN * (2.0 - edge_weight))   # stronger edges sit closer
+                mine = own[chunk_id].score if chunk_id in own else 0.0
+                lifted = min(mine + self.settings.weight * edge_weight * source.score, max(ceiling, mine))
+                if lifted > final.get(chunk_id, 0.0):
+                    bonus[chunk_id] = lifted - mine
+                    final[chunk_id] = lifted
         ranked = sorted(final.items(), key=lambda item: (-item[1], item[0]))[:k]
         chunks = self.index.chunks_by_ids([cid for cid, _ in ranked if cid not in own])
         bonus_rank = {cid: rank for rank, (cid, _) in

@@ -191,3 +191,83 @@ def test_an_index_from_before_the_graph_gets_one_on_its_next_run(tmp_path, nav_e
     graph = SymbolGraph(NavIndex.open(root).conn)
     assert graph.available and store.get_meta(graph.conn, GRAPH_META_KEY) == GRAPH_VERSION
     assert one(graph.definitions("Cart"), "Cart").path == "shop/cart.py"
+
+
+# ---------------------------------------------------------------------------------------- the retriever
+
+FORMATTER = (
+    '"""Layout of help pages."""\n'
+    "from layout.defaults import DEFAULT_INDENT, MAX_WIDTH\n"
+    "\n\n"
+    "class ZebraFormatter:\n"
+    '    """The zebrafish layout engine: zebrafish pages, zebrafish columns, zebrafish margins."""\n'
+    "\n"
+    "    widest = MAX_WIDTH\n"
+    "\n"
+    "    def __init__(self, indent=DEFAULT_INDENT, width=None):\n"
+    "        self.indent = indent\n"
+    "        self.width = width\n"
+    "        self.buffer = []\n"
+    "\n"
+    + "".join(
+        f"    def write_part_{n}(self, text):\n"
+        f'        """Write part {n} of the page, padded and wrapped to the configured width."""\n'
+        f"        self.buffer.append(' ' * self.indent + text[:self.width or {n} + 40])\n"
+        "\n" for n in range(8))
+)
+
+
+def make_layout(root: Path) -> Path:
+    from tests.repo_factory import make_repo
+    make_repo(root, modules=4)
+    write(root, "layout/__init__.py", '"""Layout."""\n')
+    write(root, "layout/defaults.py", '"""Defaults."""\nDEFAULT_INDENT = 2\n\n\nMAX_WIDTH = 78\n')
+    write(root, "layout/formatter.py", FORMATTER)
+    return root
+
+
+def test_a_class_hit_brings_its_constructor_and_the_constants_it_reads(tmp_path, nav_env):
+    from retrievers.registry import get_retriever
+    root = make_layout(tmp_path / "repo")
+    index = index_of(root)
+    config = Config.from_env()
+    retriever = get_retriever("graph", index, config)
+    graph = SymbolGraph(index.conn)
+    cls = one(graph.definitions("ZebraFormatter"), "ZebraFormatter")
+    init = one(graph.definitions("__init__"), "ZebraFormatter.__init__")
+    assert cls.chunk_id != init.chunk_id          # the class is long enough to be cut into its methods
+    max_width = one(graph.definitions("MAX_WIDTH"), "MAX_WIDTH")
+    neighbours = dict(retriever.neighbours(index.chunk_by_id(cls.chunk_id)))
+    assert neighbours[init.chunk_id] == 1.0                      # the constructor
+    assert max_width.chunk_id in neighbours                      # a constant the class body reads, in another file
+    init_neighbours = dict(retriever.neighbours(index.chunk_by_id(init.chunk_id)))
+    assert one(graph.definitions("DEFAULT_INDENT"), "DEFAULT_INDENT").chunk_id in init_neighbours
+
+    query = "zebrafish layout engine"
+    hybrid = [r.chunk.id for r in get_retriever("hybrid", index, config).retrieve(query, 30)]
+    assert hybrid[0] == cls.chunk_id
+    results = retriever.retrieve(query, 5)
+    ids = [r.chunk.id for r in results]
+    # The class stays on top with its constructor beside it (a neighbour with evidence of its own may pass it).
+    assert {cls.chunk_id, init.chunk_id} <= set(ids[:3]) and max_width.chunk_id in ids
+    assert "graph" in results[ids.index(init.chunk_id)].heads
+    assert [r.rank for r in results] == list(range(1, len(results) + 1))
+    # Scores are the ranking's: best first.
+    assert all(a.score >= b.score for a, b in zip(results, results[1:]))
+
+
+def test_without_a_graph_the_retriever_is_hybrid_and_says_so(tmp_path, nav_env):
+    from retrievers.graph import NO_GRAPH_NOTE
+    from retrievers.registry import get_retriever
+    root = make_layout(tmp_path / "repo")
+    build_index(root, Config.from_env())
+    conn = sqlite3.connect(root / ".nav" / "nav.db")
+    conn.execute("DELETE FROM meta WHERE key=?", (GRAPH_META_KEY,))
+    conn.commit()
+    conn.close()
+    index = NavIndex.open(root)
+    config = Config.from_env()
+    graph_results = get_retriever("graph", index, config)
+    got = [r.chunk.id for r in graph_results.retrieve("zebrafish layout engine", 5)]
+    assert got == [r.chunk.id for r in get_retriever("hybrid", index, config).retrieve("zebrafish layout engine", 5)]
+    assert NO_GRAPH_NOTE in graph_results.notes
