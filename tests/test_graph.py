@@ -271,3 +271,83 @@ def test_without_a_graph_the_retriever_is_hybrid_and_says_so(tmp_path, nav_env):
     got = [r.chunk.id for r in graph_results.retrieve("zebrafish layout engine", 5)]
     assert got == [r.chunk.id for r in get_retriever("hybrid", index, config).retrieve("zebrafish layout engine", 5)]
     assert NO_GRAPH_NOTE in graph_results.notes
+
+
+# ---------------------------------------------------------------------------------- the tools of nav ask
+
+def shop_tools(root: Path):
+    from agent_loop.tools import RepoTools
+    from navigator.index.graph import SymbolGraph
+
+    def no_search(query: str, budget: int) -> str:
+        raise AssertionError("the graph tools must not search")
+
+    return RepoTools(repo_root=root, search_code=no_search, search_budget=1000,
+                     open_graph=lambda: SymbolGraph(NavIndex.open(root).conn))
+
+
+def test_find_definition_tool(tmp_path, nav_env):
+    root = make_shop(tmp_path / "repo")
+    build_index(root, Config.from_env())
+    tools = shop_tools(root)
+    outcome = tools.call("find_definition", {"name": "price_with_vat"})
+    assert not outcome.is_error
+    assert outcome.content == "shop/pricing.py:6-7  function price_with_vat"
+    method = tools.call("find_definition", {"name": "Cart.total"})
+    assert method.content == "shop/cart.py:20-21  method Cart.total (in Cart)"
+    # A qualified name picks one; a bare name shared by several definitions lists them all.
+    assert "shop.cart" in tools.call("find_definition", {"name": "shop.cart"}).content
+    missing = tools.call("find_definition", {"name": "no_such_thing"})
+    assert not missing.is_error and "no definition named 'no_such_thing'" in missing.content
+    assert tools.call("find_definition", {"name": "  "}).is_error
+    assert tools.call("find_definition", {"name": 3}).is_error
+    assert tools.call("find_definition", {"name": "x", "kind": "class"}).is_error      # unknown field
+
+
+def test_find_references_tool_crosses_files(tmp_path, nav_env):
+    root = make_shop(tmp_path / "repo")
+    build_index(root, Config.from_env())
+    tools = shop_tools(root)
+    outcome = tools.call("find_references", {"name": "Cart"})
+    assert not outcome.is_error
+    lines = outcome.content.splitlines()
+    assert lines[0].startswith("shop/cart.py:8-21  class Cart: ")
+    assert "  checkout.py:5  call  in checkout" in lines            # Cart() through `from shop.cart import Cart`
+    assert "  shop/__init__.py:2  import  in <module>" not in lines  # imports are bindings, not uses
+    price = tools.call("find_references", {"name": "price_with_vat", "path": "shop/pricing.py"}).content
+    assert "  shop/cart.py:21  call  in Cart.total" in price.splitlines()
+    assert "no definition" in tools.call("find_references", {"name": "price_with_vat", "path": "other.py"}).content
+
+
+def test_symbol_neighbours_tool(tmp_path, nav_env):
+    root = make_shop(tmp_path / "repo")
+    build_index(root, Config.from_env())
+    tools = shop_tools(root)
+    content = tools.call("symbol_neighbours", {"name": "Cart"}).content
+    sections = {}
+    current = None
+    for line in content.splitlines()[1:]:
+        if not line.startswith("  "):
+            current = line.rstrip(":")
+            continue
+        sections.setdefault(current, []).append(line.strip())
+    assert sections["container"] == ["shop/cart.py:1-21  module shop.cart"]
+    assert [m.split("  ")[1] for m in sections["members"]] == [
+        "method Cart.__init__ (in Cart)", "method Cart.add (in Cart)", "method Cart.total (in Cart)"]
+    uses = " | ".join(sections["uses (calls, reads, bases)"])
+    assert "base  shop/base.py:1-3  class Container" in uses
+    assert "price_with_vat" in uses and "MAX_ITEMS" in uses        # from its methods
+    assert sections["used by (callers)"] == ["checkout.py:4-8  function checkout"]
+
+
+def test_graph_tools_without_an_index_or_a_graph_say_so(tmp_path, nav_env):
+    from agent_loop.tools import RepoTools
+    root = make_shop(tmp_path / "repo")
+    bare = RepoTools(repo_root=root, search_code=lambda q, b: "", search_budget=100)
+    outcome = bare.call("find_definition", {"name": "Cart"})
+    assert outcome.is_error and "no index" in outcome.content
+    def missing_index():
+        return SymbolGraph(NavIndex.open(root).conn)
+    unindexed = RepoTools(repo_root=root, search_code=lambda q, b: "", search_budget=100, open_graph=missing_index)
+    outcome = unindexed.call("symbol_neighbours", {"name": "Cart"})
+    assert outcome.is_error and "nav index" in outcome.content

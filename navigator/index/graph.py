@@ -394,12 +394,14 @@ class SymbolGraph:
     def _defs(self, where: str, params: Sequence) -> list[Definition]:
         if not self.available:
             return []
-        return [Definition(*r) for r in self.conn.execute(f"SELECT {_DEF_COLUMNS} FROM graph_defs WHERE {where}", params)]
+        return [Definition(*r) for r in self.conn.execute(
+            f"SELECT {_DEF_COLUMNS} FROM graph_defs WHERE {where} ORDER BY path, start_line, qualname", params)]
 
     def _refs(self, where: str, params: Sequence) -> list[Reference]:
         if not self.available:
             return []
-        return [Reference(*r) for r in self.conn.execute(f"SELECT {_REF_COLUMNS} FROM graph_refs WHERE {where}", params)]
+        return [Reference(*r) for r in self.conn.execute(
+            f"SELECT {_REF_COLUMNS} FROM graph_refs WHERE {where} ORDER BY path, line, kind, name", params)]
 
     # ---- definitions
     def definitions(self, name: str) -> list[Definition]:
@@ -428,7 +430,7 @@ class SymbolGraph:
         if definition.kind == "module":
             return None
         if definition.parent:
-            found = self._defs("path=? AND qualname=?", (definition.path, definition.parent))
+            found = self._defs("path=? AND qualname=? AND kind!='module'", (definition.path, definition.parent))
         else:
             found = self._defs("path=? AND kind='module'", (definition.path,))
         return found[0] if found else None
@@ -520,7 +522,7 @@ class SymbolGraph:
         out: dict[tuple[str, str], Definition] = {}
         for ref in self.references_to(definition, limit=limit):
             scope = ref.scope
-            found = self._defs("path=? AND qualname=?", (ref.path, scope)) if scope else \
+            found = self._defs("path=? AND qualname=? AND kind!='module'", (ref.path, scope)) if scope else \
                 self._defs("path=? AND kind='module'", (ref.path,))
             for d in found:
                 out.setdefault((d.path, d.qualname), d)
