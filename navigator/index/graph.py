@@ -25,6 +25,7 @@ the whole repository.
 from __future__ import annotations
 
 import sqlite3
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -62,7 +63,6 @@ _BINDING_PARENTS = frozenset({
     "list_splat_pattern", "dictionary_splat_pattern", "keyword_argument", "aliased_import", "dotted_name",
     "global_statement", "nonlocal_statement", "import_prefix", "relative_import",
 })
-_SCOPE_TYPES = ("function_definition", "class_definition")
 
 
 
@@ -166,29 +166,10 @@ def extract_file(path: str, chunks: Sequence["CodeChunk"]) -> tuple[list[Definit
     first_chunk = min(chunks, key=lambda c: c.start_line).id if chunks else None
     defs = [Definition(path, module, module.rsplit(".", 1)[-1], "module", None, 1, root.end_point.row + 1,
                        first_chunk)]
-    scope_names: dict[int, tuple[str, str]] = {}     # def node id -> (qualname, kind)
-
-    def scope_of(node: "Node") -> tuple["Node | None", str]:
-        """The innermost function/class whose body holds `node`, and its qualname ("" at module level)."""
-        current = node.parent
-        while current is not None and current.type not in _SCOPE_TYPES:
-            current = current.parent
-        if current is None:
-            return None, ""
-        return current, qualname_of(current)
-
-    def qualname_of(definition: "Node") -> str:
-        known = scope_names.get(definition.id)
-        if known is None:
-            name_node = definition.child_by_field_name("name")
-            _, outer = scope_of(definition)
-            name = _text(name_node) if name_node is not None else "<anonymous>"
-            known = (f"{outer}.{name}" if outer else name, definition.type)
-            scope_names[definition.id] = known
-        return known[0]
-
     from tree_sitter import QueryCursor
     captures = QueryCursor(_query()).captures(root)
+    scopes = _Scopes([n.parent for role in ("def.class", "def.function") for n in captures.get(role, ())])
+    scope_of = scopes.around
     role_of: dict[int, tuple[str, "Node"]] = {}
     for role in CAPTURE_PRIORITY:
         for node in captures.get(role, ()):
@@ -196,37 +177,51 @@ def extract_file(path: str, chunks: Sequence["CodeChunk"]) -> tuple[list[Definit
 
     refs: dict[tuple[str, str, str, str], Reference] = {}    # one row per (scope, kind, name, qualifier)
     bound: set[tuple[str, str]] = set()     # (scope, name) of parameters and local assignments
+    uses: list[tuple[str, "Node"]] = []
     for role, node in role_of.values():
-        line = node.start_point.row + 1
-        if role.startswith("def."):
-            definition = node.parent
-            if role == "def.constant":
-                while definition is not None and definition.type not in ("expression_statement",):
-                    definition = definition.parent
-                container, container_name = scope_of(node)
-                kind, parent, qualname = "constant", container_name or None, (
-                    f"{container_name}.{_text(node)}" if container_name else _text(node))
-            else:
-                container, container_name = scope_of(definition)
-                qualname = qualname_of(definition)
-                parent = container_name or None
-                if role == "def.class":
-                    kind = "class"
-                elif container is not None and container.type == "class_definition":
-                    kind = "method"
-                else:
-                    kind = "function"
-                if container is not None and container.type == "function_definition":
-                    parent = None if kind == "function" else parent   # a nested function is its own unit
-            end = (definition.end_point.row + 1) if definition is not None else line
-            if definition is not None and definition.parent is not None and definition.parent.type == "decorated_definition":
-                line_start = definition.parent.start_point.row + 1
-            else:
-                line_start = line
-            defs.append(Definition(path, qualname, _text(node), kind, parent, line_start, end,
-                                   chunk_at(line)))
+        if not role.startswith("def."):
+            uses.append((role[4:], node))
             continue
-        kind = role[4:]
+        line = node.start_point.row + 1
+        definition = node.parent
+        if role == "def.constant":
+            while definition is not None and definition.type not in ("expression_statement",):
+                definition = definition.parent
+            _, container_name = scope_of(node)
+            kind, parent, qualname = "constant", container_name or None, (
+                f"{container_name}.{_text(node)}" if container_name else _text(node))
+        else:
+            container, container_name = scope_of(definition)
+            qualname = scopes.qualname(definition)
+            parent = container_name or None
+            if role == "def.class":
+                kind = "class"
+            elif container == "class_definition":
+                kind = "method"
+            else:
+                kind = "function"
+            if container == "function_definition":
+                parent = None if kind == "function" else parent   # a nested function is its own unit
+        end = (definition.end_point.row + 1) if definition is not None else line
+        if definition is not None and definition.parent is not None and definition.parent.type == "decorated_definition":
+            line_start = definition.parent.start_point.row + 1
+        else:
+            line_start = line
+        defs.append(Definition(path, qualname, _text(node), kind, parent, line_start, end,
+                               chunk_at(line)))
+    for node in captures.get("import.statement", ()):
+        _, scope = scope_of(node)
+        for ref in _import_refs(path, node, scope, chunk_at(node.start_point.row + 1)):
+            refs.setdefault((scope, "import", ref.alias or ref.name, ref.qualifier), ref)
+    # A plain name, or an attribute of a plain name, can only be followed when the file defines or imports
+    # that name (or it is self/cls): other uses are local variables and foreign objects, left out.
+    imported = {r.alias for r in refs.values() if r.alias}
+    followable = {d.name.encode("utf-8", "surrogatepass") for d in defs if d.parent is None and d.kind != "module"}
+    followable |= {a.encode("utf-8", "surrogatepass") for a in imported}
+    qualifier_heads = imported | {"self", "cls"}
+    for kind, node in uses:
+        if kind == "name" and node.text not in followable:
+            continue
         name = _text(node)
         if name in IGNORED_NAMES or not name:
             continue
@@ -239,14 +234,13 @@ def extract_file(path: str, chunks: Sequence["CodeChunk"]) -> tuple[list[Definit
             obj = parent.child_by_field_name("object")
             if obj is not None and obj.type in ("identifier", "attribute"):
                 qualifier = _text(obj)[:80]
+            if kind == "attr" and qualifier.split(".", 1)[0] not in qualifier_heads:
+                continue
         _, scope = scope_of(node)
         key = (scope, kind, name, qualifier)
         if key not in refs:
+            line = node.start_point.row + 1
             refs[key] = Reference(path, scope, chunk_at(line), kind, name, qualifier, None, line)
-    for node in captures.get("import.statement", ()):
-        _, scope = scope_of(node)
-        for ref in _import_refs(path, node, scope, chunk_at(node.start_point.row + 1)):
-            refs.setdefault((scope, "import", ref.alias or ref.name, ref.qualifier), ref)
     # A name also imported or called in the same scope needs no plain-name row.
     # A plain name use adds nothing when the scope also calls or imports the name, and names a local
     # variable when the scope binds it (parameters, assignments, loop targets).
@@ -263,6 +257,46 @@ def _binds(node: "Node", parent: "Node") -> bool:
     if parent.type in _BINDING_PARENTS or parent.type in ("pattern_list", "tuple_pattern", "as_pattern_target"):
         return True
     return parent.type in ("assignment", "for_statement", "for_in_clause") and parent.child_by_field_name("left") == node
+
+
+class _Scopes:
+    """Which function or class holds a position of one file: the definitions' byte spans, nested, looked up
+    by bisection and a walk out through the enclosing spans (cheaper than walking every node's parents)."""
+
+    def __init__(self, definitions: list["Node"]):
+        ordered = sorted(definitions, key=lambda d: (d.start_byte, -d.end_byte))
+        self.starts = [d.start_byte for d in ordered]
+        self.ends = [d.end_byte for d in ordered]
+        self.types = [d.type for d in ordered]
+        self.names: list[str] = []
+        self.parents: list[int] = []
+        self.index = {d.id: i for i, d in enumerate(ordered)}
+        open_: list[int] = []
+        for i, d in enumerate(ordered):
+            while open_ and self.ends[open_[-1]] <= d.start_byte:
+                open_.pop()
+            parent = open_[-1] if open_ else -1
+            name_node = d.child_by_field_name("name")
+            name = _text(name_node) if name_node is not None else "<anonymous>"
+            self.names.append(f"{self.names[parent]}.{name}" if parent >= 0 else name)
+            self.parents.append(parent)
+            open_.append(i)
+
+    def _innermost(self, position: int, below: int) -> int:
+        i = bisect_right(self.starts, position, 0, below) - 1
+        while i >= 0 and not (self.starts[i] <= position < self.ends[i]):
+            i = self.parents[i]
+        return i
+
+    def around(self, node: "Node") -> tuple[str | None, str]:
+        """(type, qualname) of the innermost definition holding `node` other than `node` itself;
+        (None, "") at module level."""
+        own = self.index.get(node.id)
+        i = self.parents[own] if own is not None else self._innermost(node.start_byte, len(self.starts))
+        return (self.types[i], self.names[i]) if i >= 0 else (None, "")
+
+    def qualname(self, definition: "Node") -> str:
+        return self.names[self.index[definition.id]]
 
 
 def _import_refs(path: str, node: "Node", scope: str, chunk_id: str | None) -> list[Reference]:
