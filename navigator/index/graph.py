@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from chunkers.base import CodeChunk
 
 # Bump when what is extracted changes: the next index run re-extracts every file from its stored chunks.
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2
 GRAPH_META_KEY = "graph_version"
 PYTHON_SUFFIXES = (".py", ".pyi")
 
