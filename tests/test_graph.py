@@ -2,6 +2,7 @@
 chunks incrementally, resolved across files at query time; the graph retriever and the graph tools of `nav ask`."""
 from __future__ import annotations
 
+import gc
 import sqlite3
 from pathlib import Path
 
@@ -351,3 +352,29 @@ def test_graph_tools_without_an_index_or_a_graph_say_so(tmp_path, nav_env):
     unindexed = RepoTools(repo_root=root, search_code=lambda q, b: "", search_budget=100, open_graph=missing_index)
     outcome = unindexed.call("symbol_neighbours", {"name": "Cart"})
     assert outcome.is_error and "nav index" in outcome.content
+
+
+def test_a_run_that_fails_in_the_graph_stage_changes_nothing(tmp_path, nav_env, monkeypatch):
+    import navigator.index.graph as graph_module
+    root = make_shop(tmp_path / "repo")
+    build_index(root, Config.from_env())
+    before_chunks = graph_rows(root, "SELECT id FROM chunks ORDER BY id")
+    before_defs = graph_rows(root, "SELECT path, qualname FROM graph_defs ORDER BY path, qualname")
+    write(root, "shop/pricing.py", SHOP["shop/pricing.py"] + "\n\ndef discount(net):\n    return net * 0.9\n")
+
+    def broken(path, chunks):
+        raise RuntimeError("extraction failed")
+
+    with monkeypatch.context() as patched, pytest.raises(RuntimeError) as failure:
+        patched.setattr(graph_module, "extract_file", broken)
+        build_index(root, Config.from_env())
+    # build_index leaves its connection (and the open transaction) to the garbage collector on an error, as a
+    # killed process would leave it to SQLite: drop the traceback that holds it, so the connection closes.
+    del failure
+    gc.collect()
+    # The chunks and the graph are swapped in one transaction: neither moved.
+    assert graph_rows(root, "SELECT id FROM chunks ORDER BY id") == before_chunks
+    assert graph_rows(root, "SELECT path, qualname FROM graph_defs ORDER BY path, qualname") == before_defs
+    summary = build_index(root, Config.from_env())
+    assert summary.files_changed == 1
+    assert ("shop/pricing.py", "discount") in graph_rows(root, "SELECT path, qualname FROM graph_defs")
