@@ -18,5 +18,10 @@ def ask(question: str, repo: str | Path | None, *, retriever_name: str | None = 
     def search_code(query: str, budget_tokens: int) -> str:
         return build_context(query, budget_tokens, root, retriever_name, config).render_text()
 
+    def open_graph():
+        from navigator.index.graph import SymbolGraph
+        from navigator.index.nav_index import NavIndex
+        return SymbolGraph(NavIndex.open(root, config, check_embedder=False).conn)
+
     return run_agent(question, root, search_code, model=model, max_steps=max_steps, max_tokens=max_tokens,
-                     budget=budget, on_event=on_event)
+                     budget=budget, on_event=on_event, open_graph=open_graph)

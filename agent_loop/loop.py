@@ -35,7 +35,7 @@ from agent_loop.settings import (
     AgentSettings,
     resolve_settings,
 )
-from agent_loop.tools import TOOL_SCHEMAS, RepoTools, SearchCode, ToolOutcome
+from agent_loop.tools import TOOL_SCHEMAS, OpenGraph, RepoTools, SearchCode, ToolOutcome
 from navigator.core.errors import InputError, LLMError, MissingAPIKeyError, UsageError
 
 if TYPE_CHECKING:
@@ -187,11 +187,12 @@ class _Run:
     """The state of one run_agent call."""
 
     def __init__(self, question: str, repo_root: Path, search_code: SearchCode, settings: AgentSettings,
-                 client: anthropic.Anthropic, on_event: EventHandler | None):
+                 client: anthropic.Anthropic, on_event: EventHandler | None, open_graph: OpenGraph | None = None):
         self.settings = settings
         self.client = client
         self.on_event = on_event
-        self.tools = RepoTools(repo_root=repo_root, search_code=search_code, search_budget=settings.budget)
+        self.tools = RepoTools(repo_root=repo_root, search_code=search_code, search_budget=settings.budget,
+                               open_graph=open_graph)
         self.conversation = _Conversation(question)
         self.input_tokens = 0
         self.output_tokens = 0
@@ -314,12 +315,14 @@ def run_agent(
     budget: int | None = None,
     client: anthropic.Anthropic | None = None,
     on_event: EventHandler | None = None,
+    open_graph: OpenGraph | None = None,
 ) -> AgentAnswer:
     """Answer `question` about the repository at `repo_root`.
 
     `search_code(query, budget_tokens)` returns nav's budgeted context as text. `client` is an
     anthropic.Anthropic (tests pass one aimed at a local fake server); without it one is built from
-    ANTHROPIC_API_KEY. Raises MissingAPIKeyError, LLMError, UsageError or InputError.
+    ANTHROPIC_API_KEY. `open_graph()` opens the index's symbol graph for the graph tools (None: they
+    answer with an error). Raises MissingAPIKeyError, LLMError, UsageError or InputError.
     """
     if not question or not question.strip():
         raise UsageError("the question is empty", hint='ask something, e.g. nav ask "where is the config read?"')
@@ -330,5 +333,5 @@ def run_agent(
         raise InputError(f"repository root {str(root)!r} is not a directory", hint="pass the repository's directory")
     settings = resolve_settings(model=model, max_steps=max_steps, max_tokens=max_tokens, budget=budget)
     run = _Run(question.strip(), root.resolve(), search_code, settings,
-               client if client is not None else default_client(), on_event)
+               client if client is not None else default_client(), on_event, open_graph)
     return run.loop()

@@ -1,4 +1,8 @@
-"""The four tools the model may call, their JSON schemas, and the dispatcher.
+"""The tools the model may call, their JSON schemas, and the dispatcher.
+
+search_code, read_file, list_files and run_command work on any repository; find_definition,
+find_references and symbol_neighbours walk the index's symbol graph (navigator.index.graph), which
+`nav index` builds for Python files.
 
 Every failure a tool call can meet (an unknown tool, malformed input, a refused command, a path
 outside the repository, a retrieval error) becomes a ToolOutcome with is_error=True that goes back
@@ -10,15 +14,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_loop import command_guard, repo_files
 from navigator.core.errors import NavError
 
+if TYPE_CHECKING:
+    from navigator.index.graph import Definition, SymbolGraph
+
 SearchCode = Callable[[str, int], str]
+# Opens the symbol graph of the repository's index; raises NavError when there is no index.
+OpenGraph = Callable[[], "SymbolGraph"]
 
 MAX_QUERY_CHARS = 500
 MIN_SEARCH_BUDGET = 100
+MAX_DEFINITIONS_LISTED = 20
+MAX_REFERENCES_LISTED = 40
+MAX_NEIGHBOURS_LISTED = 25      # per group (members, uses, callers)
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     {
@@ -80,6 +92,53 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
             "required": ["command"],
         },
     },
+    {
+        "name": "find_definition",
+        "description": (
+            "Find where a function, class, method, constant or module is defined, by name ('parse_args'), "
+            "qualified name ('Parser.parse_args') or dotted module ('click.core'). Python files only. "
+            "Returns each definition's path, line range, kind and container."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The name to look up, e.g. 'Context.invoke'."},
+            },
+            "required": ["name"],
+        },
+    },
+    {
+        "name": "find_references",
+        "description": (
+            "Find where a definition is used across the repository: calls, imports, base classes, name and "
+            "attribute uses that resolve to it. Returns path:line, the kind of use and the enclosing function "
+            "or class. Python files only."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "Name or qualified name of the definition."},
+                "path": {"type": "string", "description": "Optional file that defines it, when the name is ambiguous."},
+            },
+            "required": ["name"],
+        },
+    },
+    {
+        "name": "symbol_neighbours",
+        "description": (
+            "Show the code graph around one definition: its container (class or module), its members, what "
+            "it calls or reads (callees, with their files) and what calls it (callers). Use it to follow a "
+            "flow across files. Python files only."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "Name or qualified name of the definition."},
+                "path": {"type": "string", "description": "Optional file that defines it, when the name is ambiguous."},
+            },
+            "required": ["name"],
+        },
+    },
 ]
 TOOL_NAMES = tuple(schema["name"] for schema in TOOL_SCHEMAS)
 
@@ -128,7 +187,9 @@ class RepoTools:
     repo_root: Path
     search_code: SearchCode
     search_budget: int
+    open_graph: OpenGraph | None = None
     files_read: list[str] = field(default_factory=list)
+    _graph: "SymbolGraph | None" = field(default=None, init=False, repr=False)
 
     def call(self, name: str, tool_input: object) -> ToolOutcome:
         handler = {
@@ -136,6 +197,9 @@ class RepoTools:
             "read_file": self._read_file,
             "list_files": self._list_files,
             "run_command": self._run_command,
+            "find_definition": self._find_definition,
+            "find_references": self._find_references,
+            "symbol_neighbours": self._symbol_neighbours,
         }.get(name)
         if handler is None:
             return ToolOutcome(f"unknown tool {name!r}; the tools are: {', '.join(TOOL_NAMES)}", is_error=True)
@@ -151,6 +215,9 @@ class RepoTools:
             return ToolOutcome(f"run_command {err}", is_error=True)
         except repo_files.RepoAccessError as err:
             return ToolOutcome(f"{name}: {err}", is_error=True)
+        except NavError as err:
+            # No index, or one without a graph: worth telling the model, it can still grep and read files.
+            return ToolOutcome(f"{name} failed: {err.message}" + (f" ({err.hint})" if err.hint else ""), is_error=True)
 
     def _search_code(self, tool_input: dict[str, Any]) -> ToolOutcome:
         query = _string(tool_input, "query", required=True)
@@ -194,3 +261,90 @@ class RepoTools:
         assert command is not None
         result = command_guard.run_command(command, self.repo_root)
         return ToolOutcome(result.render(), is_error=result.timed_out)
+
+    # ---- the symbol graph
+    def _symbol_graph(self) -> "SymbolGraph":
+        from navigator.core.errors import IndexMissingError
+        if self._graph is None:
+            if self.open_graph is None:
+                raise IndexMissingError("no index is open for this repository, so there is no symbol graph",
+                                        hint="use search_code, run_command grep or read_file instead")
+            graph = self.open_graph()
+            if not graph.available:
+                raise IndexMissingError("the index has no symbol graph yet",
+                                        hint="run `nav index` on the repository; meanwhile use grep")
+            self._graph = graph
+        return self._graph
+
+    def _named_definitions(self, tool_input: dict[str, Any]) -> tuple[str, list["Definition"]]:
+        name = _string(tool_input, "name", required=True)
+        assert name is not None
+        name = name.strip()
+        if not name:
+            raise ToolInputError("name is empty")
+        found = self._symbol_graph().definitions(name)
+        path = _string(tool_input, "path", required=False)
+        if path:
+            path = path.strip().removeprefix("./")
+            found = [d for d in found if d.path == path]
+        return name, found
+
+    def _find_definition(self, tool_input: dict[str, Any]) -> ToolOutcome:
+        name, found = self._named_definitions(tool_input)
+        if not found:
+            return ToolOutcome(f"no definition named {name!r} in the index (Python files only); "
+                               "try search_code or run_command grep", is_error=False)
+        lines = [_describe(d) for d in found[:MAX_DEFINITIONS_LISTED]]
+        if len(found) > MAX_DEFINITIONS_LISTED:
+            lines.append(f"... and {len(found) - MAX_DEFINITIONS_LISTED} more; give a qualified name")
+        return ToolOutcome("\n".join(lines), is_error=False)
+
+    def _find_references(self, tool_input: dict[str, Any]) -> ToolOutcome:
+        name, found = self._named_definitions(tool_input)
+        if not found:
+            return ToolOutcome(f"no definition named {name!r} in the index, so no references to follow", is_error=False)
+        graph = self._symbol_graph()
+        blocks = []
+        for definition in found[:5]:
+            refs = graph.references_to(definition, limit=MAX_REFERENCES_LISTED + 1)
+            head = f"{_describe(definition)}: {min(len(refs), MAX_REFERENCES_LISTED)}" \
+                   f"{'+' if len(refs) > MAX_REFERENCES_LISTED else ''} references"
+            body = [f"  {r.path}:{r.line}  {r.kind}  in {r.scope or '<module>'}" for r in refs[:MAX_REFERENCES_LISTED]]
+            blocks.append("\n".join([head, *body]))
+        if len(found) > 5:
+            blocks.append(f"... {len(found) - 5} more definitions named {name!r}; give a path or qualified name")
+        return ToolOutcome("\n".join(blocks), is_error=False)
+
+    def _symbol_neighbours(self, tool_input: dict[str, Any]) -> ToolOutcome:
+        name, found = self._named_definitions(tool_input)
+        if not found:
+            return ToolOutcome(f"no definition named {name!r} in the index (Python files only)", is_error=False)
+        if len(found) > 1:
+            return ToolOutcome(f"{len(found)} definitions are named {name!r}; call again with a path or qualified name:\n"
+                               + "\n".join(_describe(d) for d in found[:MAX_DEFINITIONS_LISTED]), is_error=False)
+        definition = found[0]
+        graph = self._symbol_graph()
+        container = graph.container(definition)
+        callees: dict[tuple[str, str], str] = {}
+        for ref, target in graph.callees(definition):
+            callees.setdefault((target.path, target.qualname), f"{ref.kind:<5} {_describe(target)}")
+        sections = [
+            ("container", [_describe(container)] if container is not None else []),
+            ("members", [_describe(d) for d in graph.members(definition)]),
+            ("uses (calls, reads, bases)", list(callees.values())),
+            ("used by (callers)", [_describe(d) for d in graph.callers(definition, limit=MAX_NEIGHBOURS_LISTED)]),
+        ]
+        lines = [_describe(definition)]
+        for title, items in sections:
+            if not items:
+                continue
+            lines.append(f"{title}:")
+            lines.extend(f"  {item}" for item in items[:MAX_NEIGHBOURS_LISTED])
+            if len(items) > MAX_NEIGHBOURS_LISTED:
+                lines.append(f"  ... {len(items) - MAX_NEIGHBOURS_LISTED} more")
+        return ToolOutcome("\n".join(lines), is_error=False)
+
+
+def _describe(definition: "Definition") -> str:
+    where = f" (in {definition.parent})" if definition.parent else ""
+    return f"{definition.path}:{definition.start_line}-{definition.end_line}  {definition.kind} {definition.qualname}{where}"

@@ -24,6 +24,7 @@ _BUILTINS = {
     "hybrid": "retrievers.hybrid:HybridRetriever",
     "rerank": "retrievers.rerank:RerankRetriever",
     "baseline": "retrievers.baseline:NaiveVectorBaseline",  # naive def/class chunks + plain vector top-k
+    "graph": "retrievers.graph:GraphRetriever",       # hybrid, then expansion along the symbol graph
 }
 
 

@@ -19,6 +19,7 @@ from navigator.index import store
 from navigator.core.config import Config
 from navigator.core.errors import EmbedderMismatchError, IndexLockedError
 from navigator.index.embedder import limit_kernel_cache, release_freed_memory
+from navigator.index.graph import update_graph
 from navigator.index.lexical import newest_bm25_state, term_encoder_over, write_bm25_state
 from navigator.index.onnx_query import (ONNX_SMALL_BATCH, embed_with_onnx_while_importing_chromadb,
                                         ensure_onnx_export, onnx_enabled)
@@ -255,6 +256,8 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
                     new_terms[row[0]] = encoder.encode(tokens)
             conn.executemany("UPDATE chunks SET bm25_tokens=? WHERE id=?", updates)
             del updates
+        # The symbol graph of the changed files, in the same transaction as their chunks.
+        update_graph(conn, new_chunks, deleted)
         generation = int(store.get_meta(conn, "generation", 0)) + 1
         counts = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         files_indexed = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]

@@ -1,6 +1,7 @@
 """The index on disk: one SQLite database (the source of truth) plus a chromadb collection derived from it.
 
-    <index_dir>/nav.db     files, chunks, the embedding cache (keyed by chunk content hash), meta/manifest
+    <index_dir>/nav.db     files, chunks, the embedding cache (keyed by chunk content hash), meta/manifest,
+                           the symbol graph of the Python files (graph_defs, graph_refs: navigator.index.graph)
     <index_dir>/chroma/    chromadb persistent collection of the current chunks' vectors (cosine)
     <index_dir>/bm25/<generation>/   the BM25 postings of that generation's chunks (navigator.index.lexical.BM25Postings:
                            numpy arrays, the term list, params.json with the generation and tokenizer version)
@@ -25,7 +26,10 @@ from pathlib import Path
 from chunkers.base import CodeChunk
 from navigator.core.errors import IndexCorruptError, IndexMissingError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Versions this nav upgrades in place: the schema script creates what a newer version added (v2: the
+# graph tables, filled by the next `nav index` run, see navigator.index.graph.update_graph).
+MIGRATABLE_VERSIONS = frozenset({1})
 DB_NAME = "nav.db"
 CHROMA_DIR = "chroma"
 COLLECTION = "chunks"
@@ -47,6 +51,19 @@ CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 -- Corpus order with the ids, for NavIndex.chunks() and the BM25 postings: a covering scan instead of a sort.
 CREATE INDEX IF NOT EXISTS chunks_order ON chunks(path, seq, id);
 CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL);
+-- The symbol graph (navigator.index.graph): definitions and references of the Python files.
+CREATE TABLE IF NOT EXISTS graph_defs (
+    path TEXT NOT NULL, qualname TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, parent TEXT,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, chunk_id TEXT);
+CREATE INDEX IF NOT EXISTS graph_defs_name ON graph_defs(name);
+CREATE INDEX IF NOT EXISTS graph_defs_path ON graph_defs(path, parent);
+CREATE INDEX IF NOT EXISTS graph_defs_chunk ON graph_defs(chunk_id);
+CREATE TABLE IF NOT EXISTS graph_refs (
+    path TEXT NOT NULL, scope TEXT NOT NULL, chunk_id TEXT, kind TEXT NOT NULL, name TEXT NOT NULL,
+    qualifier TEXT NOT NULL DEFAULT '', alias TEXT, line INTEGER NOT NULL, target_path TEXT);
+CREATE INDEX IF NOT EXISTS graph_refs_name ON graph_refs(name, kind);
+CREATE INDEX IF NOT EXISTS graph_refs_chunk ON graph_refs(chunk_id);
+CREATE INDEX IF NOT EXISTS graph_refs_path ON graph_refs(path, kind);
 """
 
 
@@ -63,6 +80,8 @@ def connect(index_dir: Path, *, create: bool) -> sqlite3.Connection:
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) in MIGRATABLE_VERSIONS:
+            conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
         elif int(row[0]) != SCHEMA_VERSION:
             raise IndexCorruptError(
                 f"the index at {index_dir} has schema version {row[0]}, this nav reads {SCHEMA_VERSION}",
