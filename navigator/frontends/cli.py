@@ -263,6 +263,17 @@ def cmd_tune(ctx: click.Context, queries: str, repo: str, trials: int, holdout: 
     return 0
 
 
+@cli.command("mcp")
+@repo_option
+def cmd_mcp(repo: str) -> int:
+    """Serve the repository to coding agents over MCP (stdio).
+
+    Tools: search, context, read_span, index_status, reindex. The process keeps the index open between
+    calls; configure it in an MCP client as the command `nav mcp --repo /path/to/repo` (see README)."""
+    from navigator.frontends.mcp_server import serve
+    return serve(repo)
+
+
 def report_error(exc) -> int:
     """The one translation of a NavError into what the user sees: message and hint on stderr, the exit code
     of its class (navigator.core.errors)."""
