@@ -73,6 +73,12 @@ def test_usage_errors_exit_2_with_clicks_message(capsys):
         assert main(list(argv)) == 2, argv
         err = capsys.readouterr().err
         assert all(f in err for f in fragments) and "Usage: nav" in err, (argv, err)
+    # nav tune --worker takes one or two words: `claude` or `patches DIR` (DIR arrives as an extra argument)
+    for worker in (["claude", "stray"], ["patches"]):
+        assert main(["tune", "--queries", "q.jsonl", "--worker", *worker]) == 2
+        assert "--worker takes `claude` or `patches DIR`" in capsys.readouterr().err
+    assert main(["tune", "--queries", "/nonexistent/q.jsonl", "--worker", "patches", "/tmp"]) == 2
+    assert "query file not found" in capsys.readouterr().err   # the worker spec was accepted
     assert main([]) == 2                              # no command: the help, and bad usage
     assert "Commands:" in capsys.readouterr().err
 
@@ -92,10 +98,12 @@ def test_nav_errors_are_translated_in_one_place(tmp_path, nav_env, capsys, monke
         cli.main(["search", "anything", "--repo", str(tmp_path / "repo")], standalone=False)
 
     import navigator.index.status as status_module
-    expected = {errors.NavError: 1, errors.UsageError: 2, errors.InputError: 2, errors.QueryFileError: 2,
+    expected = {errors.NavError: 1, errors.UsageError: 2, errors.InputError: 2, errors.QueryFileError: 2, errors.IndexError_: 3,
                 errors.IndexMissingError: 3, errors.IndexCorruptError: 3, errors.IndexLockedError: 3,
                 errors.EmbedderMismatchError: 3, errors.ModelError: 4, errors.RetrieverError: 2,
-                errors.LeakageError: 5, errors.LLMError: 6, errors.MissingAPIKeyError: 7}
+                errors.LeakageError: 5, errors.LLMError: 6, errors.MissingAPIKeyError: 7, errors.PolicyError: 2}
+    every_class = {c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.NavError)}
+    assert every_class == set(expected)               # a new error class gets its exit code decided here
     for error_class, code in expected.items():
         def fail(*args, **kwargs):
             raise error_class(f"{error_class.__name__} happened", hint="do this instead")
