@@ -25,6 +25,7 @@ SERVER_NAME = "nav"
 DEFAULT_K = 10
 MAX_K = 50
 FILE_LEVEL_CHUNK_DEPTH = 5    # chunks retrieved per file asked for, to fill the file-level ranking
+FILE_LEVEL_SPANS_SHOWN = 3    # matching spans listed per file, best first; the rest are counted
 
 INSTRUCTIONS = """nav searches one local repository through a prebuilt index (hybrid vector + BM25 over
 code-aware chunks). Start with `context` for a question (a budgeted selection of code that says what it left
@@ -134,8 +135,10 @@ class NavService:
         lines = head + ([f"no results for {query!r}"] if not files else [])
         for hit in files:
             spans = ", ".join(f"{s['start_line']}-{s['end_line']}" + (f" {s['symbol']}" if s["symbol"] else "")
-                              for s in hit.spans)
-            lines.append(f"{hit.rank:>2}. {hit.path}  score {hit.score:.4f}  lines {spans}")
+                              for s in hit.spans[:FILE_LEVEL_SPANS_SHOWN])
+            more = len(hit.spans) - FILE_LEVEL_SPANS_SHOWN
+            lines.append(f"{hit.rank:>2}. {hit.path}  score {hit.score:.4f}  lines {spans}"
+                         + (f" (+{more} more)" if more > 0 else ""))
         return "\n".join(lines)
 
     def context(self, question: str, budget: int, retriever: str | None) -> str:
@@ -165,6 +168,12 @@ class NavService:
         return summary.render()
 
 
+def tool_error_text(exc) -> str:
+    """A NavError as the client sees it: the SDK prefixes "Error executing tool NAME: ", so the message and
+    the hint of navigator.core.errors without the CLI's own "Error: "."""
+    return exc.message + (f"\n  {exc.hint}" if exc.hint else "")
+
+
 def describe_index_state(state: dict) -> str:
     if state["state"] == "stale":
         return (f"index: STALE ({state['files_changed_since']} files changed since the build: "
@@ -191,11 +200,11 @@ def build_server(service: NavService):
         try:
             return await asyncio.get_running_loop().run_in_executor(worker, fn, *args)
         except IndexMissingError as exc:
-            raise ToolError(exc.format() + "\n  or call the reindex tool to build it") from exc
+            raise ToolError(tool_error_text(exc) + "\n  or call the reindex tool to build it") from exc
         except NavError as exc:
-            raise ToolError(exc.format()) from exc
+            raise ToolError(tool_error_text(exc)) from exc
         except RepoAccessError as exc:
-            raise ToolError(f"Error: {exc}") from exc
+            raise ToolError(str(exc)) from exc
 
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
