@@ -156,8 +156,8 @@ class NavService:
         from navigator.index.status import status
         report = status(self.root, self.config)
         text = report.render()
-        if report.state["state"] == "stale":
-            text += "\n  (call the reindex tool to refresh)"
+        if report.state["state"] in ("stale", "missing"):
+            text += f"\n  (or call the reindex tool to {'refresh' if report.state['state'] == 'stale' else 'build'} it)"
         return text
 
     def reindex(self, rebuild: bool) -> str:
