@@ -249,7 +249,10 @@ def cmd_compare(a: str, b: str, k: int, seed: int, queries: str | None, repo: st
 @click.pass_context
 def cmd_tune(ctx: click.Context, queries: str, repo: str, trials: int, holdout: float, seed: int, worker: str,
              model: str | None, budget: int, retriever: str | None, policy: str | None, out: str | None) -> int:
-    """Improve the selection policy file: a worker proposes, a supervisor keeps or discards."""
+    """Tune the selection policy on a query set, trial by trial.
+
+    The worker proposes edits of the policy file; the supervisor keeps or discards each on a dev split and
+    checks the winner on a held-out split."""
     from navigator.tuning.run import make_worker, render_summary, run_tune
 
     def show(entry) -> None:
