@@ -184,3 +184,12 @@ def test_changes_while_serving_are_noticed_and_reindexed(server):
         assert "pkg/mod1.py" in text and "pkg/added.py" in text
     text, is_error = session.call("context", question="what does zorblax_frobnicator return")
     assert not is_error and "zorblax_frobnicator" in text
+
+    # a rebuild by another process: nav.db is a new file at generation 1 again, and the server sees it
+    write(root, "pkg/later.py", "def plimsoll_gauge(depth):\n    return depth * 3\n")
+    out = subprocess.run([sys.executable, "-m", "navigator", "index", str(root), "--rebuild"], env=env,
+                         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    for retriever in ("bm25", "vector"):
+        text, is_error = session.call("search", query="plimsoll_gauge depth", k=40, retriever=retriever)
+        assert not is_error and text.startswith("index: fresh") and "pkg/later.py" in text, text

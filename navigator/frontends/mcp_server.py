@@ -70,36 +70,41 @@ class NavService:
         self.config = config or Config.from_env()
         self.index_dir = self.config.index_dir_for(self.root)
         self._index = None
-        self._opened_as: tuple | None = None     # (nav.db inode, generation) the open index was read at
+        self._generation: int | None = None      # the generation the open index was read at
+        self._db_fd: int | None = None            # nav.db as it was when opened: unlinked (nlink 0) once replaced
         self._retrievers: dict[str, object] = {}
-        self.reopened = 0                         # how many times the index was (re)opened; reported in status
 
     # ---- the open index
-    def _db_identity(self) -> int | None:
+    def _index_changed(self) -> bool:
+        """A new nav.db (a --rebuild deletes the file and writes another) or a new generation in it."""
         from navigator.index import store
-        try:
-            return os.stat(self.index_dir / store.DB_NAME).st_ino
-        except FileNotFoundError:
-            return None
-
-    def _current_generation(self) -> int | None:
-        from navigator.index import store
+        if self._db_fd is None or os.fstat(self._db_fd).st_nlink == 0:
+            return True
         manifest = store.get_meta(self._index.conn, "manifest") or {}
-        return manifest.get("generation")
+        return manifest.get("generation") != self._generation
 
     def index(self):
-        """The open NavIndex, reopened when nav.db was replaced or its generation moved on since it was read."""
+        """The open NavIndex, reopened when the index changed since it was read (see _index_changed)."""
+        from navigator.index import store
         from navigator.index.nav_index import NavIndex
         if self._index is not None:
-            if self._opened_as == (self._db_identity(), self._current_generation()):
+            if not self._index_changed():
                 return self._index
             self.close()
             # The vector store changed under this process's chromadb client: read it from disk again.
             from navigator.index.vector_store import release_vector_store
             release_vector_store(self.index_dir)
-        index = NavIndex.open(self.root, self.config)
-        self._index, self._opened_as = index, (self._db_identity(), index.generation)
-        self.reopened += 1
+        try:
+            db_fd = os.open(self.index_dir / store.DB_NAME, os.O_RDONLY)
+        except FileNotFoundError:
+            db_fd = None
+        try:
+            index = NavIndex.open(self.root, self.config)   # a missing index raises IndexMissingError here
+        except BaseException:
+            if db_fd is not None:
+                os.close(db_fd)
+            raise
+        self._index, self._generation, self._db_fd = index, index.generation, db_fd
         return index
 
     def retriever(self, name: str | None):
@@ -114,7 +119,9 @@ class NavService:
     def close(self) -> None:
         if self._index is not None:
             self._index.conn.close()
-        self._index, self._opened_as, self._retrievers = None, None, {}
+        if self._db_fd is not None:
+            os.close(self._db_fd)
+        self._index, self._generation, self._db_fd, self._retrievers = None, None, None, {}
 
     # ---- the tools' work
     def search(self, query: str, k: int, level: str, retriever: str | None) -> str:
