@@ -17,7 +17,9 @@
         └── MissingAPIKeyError    exit 7
 
 Lower-level errors (sqlite3, chromadb, tree-sitter, HTTP) are caught where they happen and
-re-raised as one of these, so the CLI translates errors in exactly one place (navigator.frontends.cli.main).
+re-raised as one of these, so each front end translates them in exactly one place: the CLI in
+navigator.frontends.cli.report_error (message + exit code), the MCP server in mcp_server.build_server's
+on_worker (a tool error with the message and hint).
 """
 from __future__ import annotations
 

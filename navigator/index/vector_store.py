@@ -65,6 +65,13 @@ def _forget_chroma_system(index_dir: Path) -> None:
         system.stop()
 
 
+def release_vector_store(index_dir: Path) -> None:
+    """Forget this process's chromadb client for the index, so the next open_collection reads the store
+    from disk again. A long-running process (the MCP server) calls it when the index changed under it:
+    another process's writes are not seen through a client system opened before them."""
+    _forget_chroma_system(index_dir)
+
+
 def delete_vector_store(index_dir: Path) -> None:
     """Delete the chroma directory (derived data: nav rebuilds it from nav.db) and chromadb's memory of it."""
     _forget_chroma_system(index_dir)
