@@ -277,6 +277,38 @@ def cmd_mcp(repo: str) -> int:
     return serve(repo)
 
 
+@cli.group("models")
+def cmd_models() -> None:
+    """Models nav can use: list what is on disk, pull a named one (the only download nav makes)."""
+
+
+@cmd_models.command("list")
+@json_option()
+def cmd_models_list(as_json: bool) -> int:
+    """The bundled embedder and the models in the local Hugging Face cache."""
+    from navigator.index.models import local_models
+    found = local_models()
+    if as_json:
+        _print_json(found)
+    else:
+        for model in found:
+            size = f"  {model['bytes'] / 1e6:.1f} MB" if model.get("bytes") else ""
+            print(f"{model['name']}  ({model['where']}){size}")
+    return 0
+
+
+@cmd_models.command("pull")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="download without asking (the size and place are still printed)")
+def cmd_models_pull(name: str, yes: bool) -> int:
+    """Download NAME (an embedder or cross-encoder on the Hugging Face Hub) into the local cache, after
+    saying what and how much; then use it with NAV_EMBED_MODEL=NAME or NAV_RERANK_MODEL=NAME, offline."""
+    from navigator.index.models import pull
+    path = pull(name, yes=yes)
+    print(f"{name}: {path}")
+    return 0
+
+
 def report_error(exc) -> int:
     """The one translation of a NavError into what the user sees: message and hint on stderr, the exit code
     of its class (navigator.core.errors)."""
