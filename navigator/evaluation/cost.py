@@ -19,7 +19,7 @@ run before its input no longer fits the window.
 
 Hit and coverage (when a query set is given) reuse navigator.evaluation.metrics: nav is scored on the
 envelope's pieces (recall at budget), long context on the pasted files (an expected text "hits" when it
-lies inside a pasted file). Routing per query category compares the two on the chosen model.
+lies inside a pasted file: an upper bound, since a text in the window is not a text the model uses). Routing per query category compares the two on the chosen model.
 
 Prices come from a small TOML table shipped as package data (navigator/evaluation/data/prices.toml) or the
 file NAV_PRICES / --prices names; it carries the date the prices were written and a note to check them.
@@ -287,7 +287,8 @@ class CostReport:
                   "tok = input tokens (context + question, plus the history in a session); $ = input and output at "
                   "the table's prices; fit L/N = turns that fit the window (long context / nav); cross = session "
                   "length at which nav's input reaches long context's; rec = hit (expect_any) or coverage "
-                  "(expect_all): nav over the envelope's pieces, long context over the pasted files."]
+                  "(expect_all): nav over the envelope's pieces, long context over the pasted files (an upper bound: the "
+                  "text is in the window, which does not mean the model uses it)."]
         if self.routing:
             lines += ["", f"routing for {self.reference_model}, per query category:"]
             rows = [[r["category"], str(r["n"]), _fmt(r["nav_recall"]), _fmt(r["long_recall"]),
