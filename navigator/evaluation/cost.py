@@ -285,16 +285,18 @@ class CostReport:
         lines += format_table("model", groups, rows)
         lines += ["",
                   "tok = input tokens (context + question, plus the history in a session); $ = input and output at "
-                  "the table's prices; fit L/N = turns that fit the window (long context / nav); cross = session "
+                  "the table's prices; fit L/N = turns that fit the window (long context / nav; a longer session overflows it, "
+                  "so its figures are what it would cost with a wide enough window); cross = session "
                   "length at which nav's input reaches long context's; rec = hit (expect_any) or coverage "
                   "(expect_all): nav over the envelope's pieces, long context over the pasted files (an upper bound: the "
                   "text is in the window, which does not mean the model uses it)."]
         if self.routing:
             lines += ["", f"routing for {self.reference_model}, per query category:"]
             rows = [[r["category"], str(r["n"]), _fmt(r["nav_recall"]), _fmt(r["long_recall"]),
-                     f"{r['nav_tokens']:.0f}", f"{r['long_tokens']:.0f}", r["suggestion"]] for r in self.routing]
-            lines += format_table("category", [("", ["n"]), ("recall", ["nav", "long"]), ("tokens", ["nav", "long"]),
-                                               ("", ["suggestion"])], rows)
+                     f"{r['nav_tokens']:.0f}", f"{r['long_tokens']:.0f}"] for r in self.routing]
+            lines += format_table("category", [("", ["n"]), ("recall", ["nav", "long"]), ("tokens", ["nav", "long"])],
+                                  rows)
+            lines += [f"  {r['category']}: {r['suggestion']}" for r in self.routing]
         return "\n".join(lines)
 
 

@@ -44,6 +44,9 @@ from navigator.index import store
 SERVER_TIMEOUT_SECONDS = 60.0
 HEARTBEAT_TIMEOUT_SECONDS = 5.0
 FINGERPRINT_KEY = "nav_chunk_set"
+SERVER_HINT = ("start it (`chroma run --path DIR --host 127.0.0.1 --port PORT`) or unset NAV_CHROMA_URL / drop --chroma-url; "
+               "nav.db keeps every chunk and embedding, so the next run with the server back syncs the vectors "
+               "without re-embedding")
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,7 @@ def server_errors(server: ChromaServer | None, doing: str):
     except Exception as exc:
         raise VectorStoreUnavailableError(
             f"the chroma server at {server.url} failed while {doing} ({type(exc).__name__}: {exc})",
-            hint="start it (`chroma run --path DIR --port PORT`) or unset NAV_CHROMA_URL; nav.db keeps every chunk "
-                 "and embedding, so the next run with the server back syncs the vectors without re-embedding") from exc
+            hint=SERVER_HINT) from exc
 def import_chromadb():
     """Import chromadb with the cyclic garbage collector paused, then move what the import created to the
     collector's permanent generation (gc.freeze). The import creates several hundred thousand objects:
@@ -163,7 +165,7 @@ def _open_server_collection(server: ChromaServer):
     except httpx.HTTPError as exc:
         raise VectorStoreUnavailableError(
             f"no chroma server answers at {server.url} ({type(exc).__name__}: {exc})",
-            hint="start it (`chroma run --path DIR --port PORT`) or unset NAV_CHROMA_URL / drop --chroma-url") from exc
+            hint=SERVER_HINT) from exc
     chromadb = import_chromadb()
     from chromadb.config import Settings
     with server_errors(server, "opening the collection"):
