@@ -236,3 +236,24 @@ def test_collection_names_separate_repositories_and_embedders(tmp_path):
     assert a != collection_name(tmp_path / "alpha", "model-y")
     assert a == collection_name(tmp_path / "elsewhere" / "alpha", "model-x")
     assert collection_name(tmp_path / "alpha", "model-x", "custom-name") == "custom-name"
+
+
+def test_cli_flag_and_exit_code_8(tmp_path, served):
+    """The --chroma-url flag reaches the stages; a server that is down is exit 8 with the URL named."""
+    root = make_repo(tmp_path / "repo", modules=2)
+    env = {k: v for k, v in os.environ.items() if k != "NAV_CHROMA_URL"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+
+    def nav(*args):
+        return subprocess.run([sys.executable, "-m", "navigator", *args], capture_output=True, text=True, env=env,
+                              timeout=300)
+
+    done = nav("index", str(root), "--chroma-url", served.url)
+    assert done.returncode == 0, done.stderr
+    status = nav("status", str(root), "--chroma-url", served.url)
+    assert "chroma server " + served.url in status.stdout
+    found = nav("search", "compute", "--repo", str(root), "--retriever", "vector", "--chroma-url", served.url, "--json")
+    assert found.returncode == 0 and len(__import__("json").loads(found.stdout)["results"]) > 0
+    down = f"http://127.0.0.1:{free_port()}"
+    failed = nav("search", "compute", "--repo", str(root), "--retriever", "vector", "--chroma-url", down)
+    assert failed.returncode == 8 and down in failed.stderr and "NAV_CHROMA_URL" in failed.stderr

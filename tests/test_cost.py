@@ -185,3 +185,23 @@ def test_report_on_a_real_repository(small_repo, tmp_path):
     assert one.routing == [] and one.questions[0].nav_recall is None and one.models[0].model == "small"
     with pytest.raises(UsageError):
         cost_report(root, turns=2, prices=prices)
+
+
+def test_cost_command_line(small_repo, tmp_path):
+    import os
+    import subprocess
+    import sys
+    root, queries = small_repo
+    prices = write(tmp_path, "prices.toml", TABLE.format(small_window=300))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-m", "navigator", "cost", "--queries", str(queries), "--repo", str(root),
+                           "--model", "small,big", "--turns", "3", "--budget", "300", "--retriever", "bm25",
+                           "--prices", str(prices), "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [m["model"] for m in report["models"]] == ["small", "big"] and report["reference_model"] == "small"
+    assert report["models"][0]["partial"] and report["turns"] == 3
+    bad = write(tmp_path, "bad.toml", "answer_tokens = [\n")
+    failed = subprocess.run([sys.executable, "-m", "navigator", "cost", "a question", "--repo", str(root),
+                             "--prices", str(bad)], capture_output=True, text=True, env=env, timeout=300)
+    assert failed.returncode == 2 and "not valid TOML" in failed.stderr

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 EPILOG = """exit codes: 0 ok, 1 error, 2 bad usage or input, 3 index missing/corrupt/locked/mismatched,
-4 model cannot be loaded, 5 answer key inside the indexed tree, 6 LLM API failed, 7 no ANTHROPIC_API_KEY"""
+4 model cannot be loaded, 5 answer key inside the indexed tree, 6 LLM API failed, 7 no ANTHROPIC_API_KEY,
+8 chroma server (NAV_CHROMA_URL) unreachable or failed"""
 
 
 def _print_json(obj) -> None:
@@ -77,6 +79,18 @@ def cmd_ask(args) -> int:
     return 0
 
 
+def cmd_cost(args) -> int:
+    from navigator.evaluation.cost import cost_report
+    models = [m.strip() for value in (args.model or []) for m in value.split(",") if m.strip()]
+    report = cost_report(args.repo, question=args.question, queries_path=args.queries, models=models or None,
+                         turns=args.turns, budget=args.budget, retriever=args.retriever, prices=args.prices)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            json.dump(report.to_json(), fh, indent=1, ensure_ascii=False)
+    _print_json(report.to_json()) if args.json else print(report.render())
+    return 0
+
+
 def _emit(output, as_json: bool, out_file: str | None = None) -> None:
     if out_file:
         with open(out_file, "w", encoding="utf-8") as fh:
@@ -132,11 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated names or globs to leave out, gitignore syntax (repeatable), e.g. --skip repos,data")
     p.add_argument("--rebuild", action="store_true", help="discard the index and build it anew (re-embeds everything)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _chroma_url_option(p)
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("status", help="what the index holds and how stale it is")
     p.add_argument("path", nargs="?", default=".", help="repository root (default: .)")
     p.add_argument("--json", action="store_true")
+    _chroma_url_option(p)
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("search", help="ranked chunks for a query")
@@ -147,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="show which heads found each result, at which rank")
     p.add_argument("--full", action="store_true", help="print whole chunks instead of previews")
     p.add_argument("--json", action="store_true", help="machine-readable output (see README)")
+    _chroma_url_option(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("context", help="a budgeted, self-describing selection of code for a question")
@@ -156,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retriever", default=None)
     p.add_argument("--policy", default=None, help="a selection policy file (default: $NAV_POLICY or the shipped one)")
     p.add_argument("--json", action="store_true", help="the envelope as JSON (keys documented in navigator/context/envelope.py)")
+    _chroma_url_option(p)
     p.set_defaults(func=cmd_context)
 
     p = sub.add_parser("ask", help="answer a question with an agent (Anthropic API) that searches, reads and greps")
@@ -218,7 +236,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default=None, help="the starting policy file (default: the shipped one)")
     p.add_argument("--out", default=None, help="run folder (default <index>/tune/<time>)")
     p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("cost", help="tokens and price: pasting the repository into a long context vs nav's budgeted context")
+    p.add_argument("question", nargs="?", default=None, help="one question (or give --queries)")
+    p.add_argument("--queries", default=None, help="a JSONL query set (shared/eval-format.md): adds hit/coverage and routing")
+    p.add_argument("--repo", default=".", help="indexed repository root (default: .)")
+    p.add_argument("--model", action="append", default=None, metavar="NAME[,NAME...]",
+                   help="models from the price table (repeatable; default: all; the first one is routed for)")
+    p.add_argument("--turns", type=int, default=10, help="turns of the multi-turn session (default 10)")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"nav context's token budget (default {DEFAULT_BUDGET})")
+    p.add_argument("--retriever", default=None)
+    p.add_argument("--prices", default=None, metavar="FILE",
+                   help="price table (TOML); default $NAV_PRICES or the shipped navigator/evaluation/data/prices.toml")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", default=None, help="also save the JSON report to this file")
+    p.set_defaults(func=cmd_cost)
     return parser
+
+
+def _chroma_url_option(p) -> None:
+    p.add_argument("--chroma-url", default=None, metavar="URL",
+                   help="http://host:port of a chroma server holding the vectors (default: $NAV_CHROMA_URL, else embedded)")
 
 
 def main(argv: list[str] | None = None, *, standalone: bool = True) -> int:
@@ -229,6 +267,9 @@ def main(argv: list[str] | None = None, *, standalone: bool = True) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if getattr(args, "chroma_url", None):
+        # The flag overrides the variable; every stage reads it through Config.from_env.
+        os.environ["NAV_CHROMA_URL"] = args.chroma_url
     try:
         return args.func(args)
     except NavError as exc:
