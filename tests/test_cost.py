@@ -205,3 +205,15 @@ def test_cost_command_line(small_repo, tmp_path):
     failed = subprocess.run([sys.executable, "-m", "navigator", "cost", "a question", "--repo", str(root),
                              "--prices", str(bad)], capture_output=True, text=True, env=env, timeout=300)
     assert failed.returncode == 2 and "not valid TOML" in failed.stderr
+
+
+def test_routing_needs_more_than_one_query_of_evidence():
+    from navigator.evaluation.cost import ModelCost, QuestionCost, route
+    reference = ModelCost("m", 1000, 900, 3, True, 1, {}, {}, None, None)
+    questions = [QuestionCost(f"a{i}", "ident", "en", 10, 90, 1.0 if i else 0.0, {"m": 1.0}) for i in range(10)]
+    questions += [QuestionCost(f"b{i}", "value", "en", 10, 90, 1.0 if i < 3 else 0.0, {"m": 1.0}) for i in range(10)]
+    rows = {r["category"]: r for r in route(questions, reference)}
+    assert rows["ident"]["suggestion"].startswith("nav: recall 0.90 vs 1.00")      # one query of ten: not evidence
+    assert rows["ident"]["nav_tokens"] == 100 and rows["ident"]["long_tokens"] == 910
+    assert rows["value"]["suggestion"].startswith("long context: +0.70 recall for 9x the tokens")
+    assert "only part of the repository fits m" in rows["value"]["suggestion"]

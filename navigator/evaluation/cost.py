@@ -43,8 +43,9 @@ from navigator.evaluation.report import format_table
 PRICES_ENV = "NAV_PRICES"
 DEFAULT_PRICES = Path(__file__).parent / "data" / "prices.toml"
 DEFAULT_TURNS = 10
-# Routing: long context is suggested only when it answers this much more of a category than nav does.
-ROUTE_MARGIN = 0.05
+# Routing: long context is suggested only when it answers this much more of a category than nav does, and
+# more than one query's worth (1/n): a difference of one query in a category is not evidence.
+ROUTE_MARGIN = 0.10
 
 
 # ---------------------------------------------------------------- the price table
@@ -356,8 +357,10 @@ def route(questions: list[QuestionCost], reference: ModelCost) -> list[dict]:
         nav_tokens = sum(x.nav_tokens + x.question_tokens for x in group) / len(group)
         long_tokens = reference.paste_tokens + sum(x.question_tokens for x in group) / len(group)
         ratio = long_tokens / nav_tokens if nav_tokens else float("inf")
-        if long_recall is None or nav_recall + ROUTE_MARGIN >= long_recall:
-            suggestion = f"nav: recall within {ROUTE_MARGIN} of long context or better, at 1/{ratio:.0f} of the tokens"
+        margin = max(ROUTE_MARGIN, 1 / len(group))
+        if long_recall is None or long_recall - nav_recall <= margin:
+            suggestion = (f"nav: recall {nav_recall:.2f} vs {long_recall:.2f} (within {margin:.2f}) at 1/{ratio:.0f} "
+                          f"of the tokens" if long_recall is not None else "nav")
         else:
             suggestion = (f"long context: +{long_recall - nav_recall:.2f} recall for {ratio:.0f}x the tokens"
                           + (f" (only part of the repository fits {reference.model})" if reference.partial else ""))
