@@ -390,8 +390,8 @@ def cost_report(repo: str | Path | None, *, question: str | None = None, queries
     if reference not in [m.name for m in chosen]:
         reference = chosen[0].name
     if queries_path is not None:
-        from navigator.evaluation.commands import _prepared
-        index, queries, _ = _prepared(queries_path, repo, config)
+        from navigator.evaluation.commands import prepared_query_set
+        index, queries, _ = prepared_query_set(queries_path, repo, config)
         asked = [(x.id, x.category, x.lang, x.query, x) for x in queries]
     else:
         index = NavIndex.open(repo, config)
