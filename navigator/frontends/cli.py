@@ -11,6 +11,7 @@ Shell completion (bash, zsh, fish) comes from click: `eval "$(_NAV_COMPLETE=bash
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -19,7 +20,8 @@ from navigator.context.build import DEFAULT_BUDGET  # light: config and errors o
 
 EPILOG = """\b
 exit codes: 0 ok, 1 error, 2 bad usage or input, 3 index missing/corrupt/locked/mismatched,
-4 model cannot be loaded, 5 answer key inside the indexed tree, 6 LLM API failed, 7 no ANTHROPIC_API_KEY
+4 model cannot be loaded, 5 answer key inside the indexed tree, 6 LLM API failed, 7 no ANTHROPIC_API_KEY,
+8 chroma server (NAV_CHROMA_URL) unreachable or failed
 shell completion: eval "$(_NAV_COMPLETE=bash_source nav)"  (zsh_source, fish_source for other shells)"""
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -61,6 +63,18 @@ def policy_option(help_text: str):
     return click.option("--policy", default=None, type=click.Path(dir_okay=False), help=help_text)
 
 
+def _set_chroma_url(ctx, param, value):
+    # The flag overrides the variable; every stage reads it through Config.from_env.
+    if value:
+        os.environ["NAV_CHROMA_URL"] = value
+
+
+def chroma_url_option(fn):
+    return click.option("--chroma-url", metavar="URL", default=None, expose_value=False, callback=_set_chroma_url,
+                        help="http://host:port of a chroma server holding the vectors "
+                             "(default: $NAV_CHROMA_URL, else the embedded store)")(fn)
+
+
 def json_option(help_text: str = "print the result as JSON"):
     return click.option("--json", "as_json", is_flag=True, help=help_text)
 
@@ -71,6 +85,7 @@ def cli() -> None:
 
 
 @cli.command("index")
+@chroma_url_option
 @click.argument("path", default=".", required=False, type=RepoPath())
 @click.option("--skip", multiple=True, metavar="NAMES",
               help="comma-separated names or globs to leave out, gitignore syntax (repeatable), e.g. --skip repos,data")
@@ -87,6 +102,7 @@ def cmd_index(path: str, skip: tuple[str, ...], rebuild: bool, as_json: bool) ->
 
 
 @cli.command("status")
+@chroma_url_option
 @click.argument("path", default=".", required=False, type=RepoPath())
 @json_option()
 def cmd_status(path: str, as_json: bool) -> int:
@@ -98,6 +114,7 @@ def cmd_status(path: str, as_json: bool) -> int:
 
 
 @cli.command("search")
+@chroma_url_option
 @click.argument("query")
 @click.option("-k", "k", type=int, default=10, show_default=True, help="number of results")
 @repo_option
@@ -114,6 +131,7 @@ def cmd_search(query: str, k: int, repo: str, retriever: str | None, explain: bo
 
 
 @cli.command("context")
+@chroma_url_option
 @click.argument("question")
 @click.option("--budget", type=int, default=DEFAULT_BUDGET, show_default=True, help="token budget")
 @repo_option
@@ -275,6 +293,35 @@ def cmd_mcp(repo: str) -> int:
     calls; configure it in an MCP client as the command `nav mcp --repo /path/to/repo` (see README)."""
     from navigator.frontends.mcp_server import serve
     return serve(repo)
+
+
+@cli.command("cost")
+@click.argument("question", required=False)
+@click.option("--queries", default=None, type=click.Path(dir_okay=False),
+              help="a JSONL query set (shared/eval-format.md): adds hit/coverage and routing")
+@repo_option
+@click.option("--model", "model", multiple=True, metavar="NAME[,NAME...]",
+              help="models from the price table (repeatable; default: all; the first one is routed for)")
+@click.option("--turns", type=int, default=10, show_default=True, help="turns of the multi-turn session")
+@click.option("--budget", type=int, default=DEFAULT_BUDGET, show_default=True, help="nav context's token budget")
+@retriever_option
+@click.option("--prices", default=None, metavar="FILE", type=click.Path(dir_okay=False),
+              help="price table (TOML); default $NAV_PRICES or the shipped navigator/evaluation/data/prices.toml")
+@json_option()
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="also save the JSON report to this file")
+def cmd_cost(question: str | None, queries: str | None, repo: str, model: tuple[str, ...], turns: int, budget: int,
+             retriever: str | None, prices: str | None, as_json: bool, out: str | None) -> int:
+    """Tokens and price: pasting the repository into a long context against nav's budgeted context, for
+    one turn and a multi-turn session, with hit/coverage and routing per category when --queries is given."""
+    from navigator.evaluation.cost import cost_report
+    models = [m.strip() for value in model for m in value.split(",") if m.strip()]
+    report = cost_report(repo, question=question, queries_path=queries, models=models or None, turns=turns,
+                         budget=budget, retriever=retriever, prices=prices)
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            json.dump(report.to_json(), fh, indent=1, ensure_ascii=False)
+    _print_json(report.to_json()) if as_json else print(report.render())
+    return 0
 
 
 @cli.group("models")
