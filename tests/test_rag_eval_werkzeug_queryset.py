@@ -97,8 +97,9 @@ def _naming_tokens(text: str) -> set[str]:
     return tokens
 
 
-def test_category_rules_hold_in_the_english_phrasing(queries):
-    for r in queries["en"]:
+@pytest.mark.parametrize("lang", sorted(QUERY_FILES))
+def test_category_rules_hold_in_both_phrasings(queries, lang):
+    for r in queries[lang]:
         words = set(re.findall(r"[a-z0-9_]+", r["query"].lower()))
         if r["category"] == "value_lookup":
             leaked = {tok for item in _items(r) for tok in _naming_tokens(item["text"])} & words
