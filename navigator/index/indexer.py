@@ -287,6 +287,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         added_ids = {c.id for chunks in new_chunks.values() for c in chunks}
         # nav.db is committed: a server that fails here loses nothing (the next run syncs, see vector_store).
         sync_chroma(index_dir, conn, changes=(replaced_ids - added_ids, added_ids - replaced_ids), server=server)
+        summary.notes.extend(_sync_multilingual(conn, config, progress_stream))
         conn.close()
         if counts and onnx_enabled(config):
             summary.notes.extend(ensure_onnx_export(index_dir, config, embedder.identity))
@@ -301,6 +302,26 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
     summary.decode_error_files = manifest["decode_error_files"]
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _sync_multilingual(conn: sqlite3.Connection, config: Config, progress_stream) -> list[str]:
+    """Vectors of the multilingual head for chunk texts that have none (navigator.index.multilingual)."""
+    from navigator.index import multilingual
+    chosen = multilingual.choice(config.extra)
+    if chosen == multilingual.OFF:
+        return []
+    embedder = multilingual.MultilingualEmbedder(chosen)
+    progress: Progress | None = None
+
+    def on_batch(done: int, total: int) -> None:
+        nonlocal progress
+        progress = progress or Progress(total, label="multilingual", stream=progress_stream)
+        progress.advance(done)
+
+    embedded = multilingual.sync_vectors(conn, embedder, on_batch)
+    if progress is not None:
+        progress.close()
+    return [f"multilingual head: embedded {embedded} chunk texts with {embedder.identity}"] if embedded else []
 
 
 def _clear_index_dir(index_dir: Path) -> None:
