@@ -18,7 +18,7 @@ import json
 import warnings
 from pathlib import Path
 
-from navigator.errors import ModelError
+from navigator.core.errors import ModelError
 
 SPEC_FILE = "cross_encoder.json"
 MODEL_FILE = "model.onnx"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from navigator.core.errors import ModelError, UsageError
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import NO_TERMS_NOTE
+from retrievers.crosslingual import expand_query
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -177,11 +178,13 @@ class RerankRetriever(Retriever):
         candidates = self.base.retrieve(query, max(self.pool, k))
         if not candidates:
             return []
-        ce_query = query
-        if len(query) > MAX_QUERY_CHARS:
-            ce_query = query[:MAX_QUERY_CHARS]
+        # The cross-encoders nav can load read English: a Chinese question gets the glossary's English words
+        # appended, as the BM25 head sees it (English text comes back unchanged).
+        ce_query = expand_query(query)
+        if len(ce_query) > MAX_QUERY_CHARS:
             self._query_notes.append(f"rerank: the cross-encoder read the first {MAX_QUERY_CHARS} of the "
-                                     f"query's {len(query)} characters")
+                                     f"query's {len(ce_query)} characters")
+            ce_query = ce_query[:MAX_QUERY_CHARS]
         pairs = [(ce_query, passage_text(c.chunk, self.with_context)) for c in candidates]
         scores = model.predict(pairs, batch_size=PREDICT_BATCH_SIZE, show_progress_bar=False)
         # Best cross-encoder score first; equal scores keep the base order.

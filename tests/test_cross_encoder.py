@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from navigator.errors import ModelError
+from navigator.core.errors import ModelError
 from retrievers.cross_encoder_onnx import OnnxCrossEncoder, export_cross_encoder, is_cross_encoder_export
 from retrievers.rerank import BUNDLED_MODEL, _MODEL_CACHE, bundled_model_dir, load_cross_encoder
 

