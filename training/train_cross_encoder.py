@@ -556,7 +556,7 @@ def train(out: Path, minutes: float, threads: int, groups_per_batch: int, lr: fl
 
 # ------------------------------------------------------------------------------------------------- export
 
-def export(out: Path, dest: Path | None, threads: int) -> dict:
+def export(out: Path, dest: Path | None, threads: int, model_dir: Path | None = None) -> dict:
     """ONNX export of the trained model, int8 dynamic quantization, and how far each agrees with torch on the
     held-out validation queries (score correlation, top-1 agreement, MRR)."""
     torch = _setup_torch(threads)
@@ -566,10 +566,13 @@ def export(out: Path, dest: Path | None, threads: int) -> dict:
 
     from retrievers.cross_encoder_onnx import FP32_MODEL_FILE, OnnxCrossEncoder, export_cross_encoder
 
-    model = CrossEncoder(str(out / "final"), num_labels=1, max_length=MAX_LENGTH, device="cpu", local_files_only=True)
+    # The finished run, or (a run stopped early) its last checkpoint.
+    model_dir = model_dir or (out / "final" if (out / "final").is_dir() else out / "checkpoint" / "model")
+    model = CrossEncoder(str(model_dir), num_labels=1, max_length=MAX_LENGTH, device="cpu", local_files_only=True)
     valid = [json.loads(l) for l in (out / "valid.jsonl").open()]
     stage = out / "onnx"
-    report = export_cross_encoder(out / "final", stage, max_length=MAX_LENGTH, quantize=True)
+    report = export_cross_encoder(model_dir, stage, max_length=MAX_LENGTH, quantize=True)
+    report["model_dir"] = str(model_dir)
     fp32 = OnnxCrossEncoder(stage, model_file=FP32_MODEL_FILE)
     int8 = OnnxCrossEncoder(stage)
     all_t, all_f, all_q = [], [], []
@@ -633,6 +636,8 @@ def main(argv: list[str] | None = None) -> int:
     p_export.add_argument("--out", type=Path, default=REPO_ROOT / "training" / "out")
     p_export.add_argument("--dest", type=Path, default=None)
     p_export.add_argument("--threads", type=int, default=1)
+    p_export.add_argument("--model-dir", type=Path, default=None,
+                          help="the saved CrossEncoder to export (default: out/final, else out/checkpoint/model)")
     args = parser.parse_args(argv)
     if args.stage == "mine":
         summary = mine(args.out, args.eval_corpus, args.max_per_source, args.seed, args.source)
@@ -643,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
               args.eval_every, args.save_every, args.seed, args.name_share,
               args.freeze_layers, args.valid_queries, args.validate_first)
     else:
-        print(json.dumps(export(args.out, args.dest, args.threads), indent=1))
+        print(json.dumps(export(args.out, args.dest, args.threads, args.model_dir), indent=1))
     return 0
 
 
