@@ -92,6 +92,30 @@ def test_the_bundled_cross_encoder_loads_from_package_data_and_ranks_code():
     assert int(np.argmax(scores)) == 0
 
 
+def test_the_bundled_name_without_a_shipped_model_is_a_clear_model_error(tmp_path, monkeypatch):
+    import retrievers.rerank as rerank
+
+    monkeypatch.setattr(rerank, "bundled_model_dir", lambda: tmp_path / "cross_encoder")
+    monkeypatch.delitem(_MODEL_CACHE, BUNDLED_MODEL, raising=False)
+    with pytest.raises(ModelError, match="bundled cross-encoder is missing") as info:
+        load_cross_encoder(BUNDLED_MODEL)
+    assert "NAV_RERANK_MODEL" in info.value.hint
+
+
+def test_the_bundled_name_loads_an_export_placed_in_package_data(tiny_export, monkeypatch):
+    import retrievers.rerank as rerank
+
+    out, _ = tiny_export
+    monkeypatch.setattr(rerank, "bundled_model_dir", lambda: out)
+    monkeypatch.delitem(_MODEL_CACHE, BUNDLED_MODEL, raising=False)
+    try:
+        model = load_cross_encoder(BUNDLED_MODEL)
+        assert isinstance(model, OnnxCrossEncoder)
+        assert np.allclose(model.predict(PAIRS), OnnxCrossEncoder(out).predict(PAIRS))
+    finally:
+        _MODEL_CACHE.pop(BUNDLED_MODEL, None)
+
+
 # ---------------------------------------------------------------------------------------- training data
 
 def test_mining_refuses_an_eval_corpus_by_name_or_path(tmp_path):
