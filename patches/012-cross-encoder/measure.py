@@ -20,7 +20,7 @@ from pathlib import Path
 from navigator.evaluation.commands import compare, evaluate
 
 QUERY_SETS = {"en": "rag-eval/queries.en.jsonl", "zh": "rag-eval/queries.zh.jsonl"}
-POOLS = (10, 20, 50)
+POOLS = tuple(int(p) for p in os.environ.get("POOLS", "10 20 50").split())
 
 
 def main(corpus: str, model: str, out: Path) -> None:
