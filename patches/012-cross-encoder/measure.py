@@ -35,7 +35,7 @@ def main(corpus: str, model: str, out: Path) -> None:
             if pool is not None:
                 os.environ["NAV_RERANK_POOL"] = str(pool)
             result = evaluate(queries, corpus, ["rerank" if pool else "hybrid"])
-            (out / f"run-{lang}-{name}.json").write_text(json.dumps(result.payload, indent=1) + "\n")
+            (out / f"run-{lang}-{name}.json").write_text(json.dumps(result.payload, separators=(",", ":")) + "\n")
             (out / f"eval-{lang}-{name}.txt").write_text(result.text + "\n")
             seconds = [q["seconds"] for q in result.payload["queries"]]
             latency.append(f"{lang} {name:9s} p50 {statistics.median(seconds) * 1000:7.1f} ms  "
