@@ -1,8 +1,12 @@
 """The rerank retriever: a cross-encoder re-scores the top of a base retriever's ranking.
 
 Settings (environment, read through config):
-  NAV_RERANK_MODEL     cross-encoder name or local directory (config.rerank_model;
-                       default cross-encoder/ms-marco-MiniLM-L-6-v2). Loaded offline only.
+  NAV_RERANK_MODEL     cross-encoder name or local directory (config.rerank_model). Loaded offline only.
+                       A directory holding an ONNX export (cross_encoder.json, made by
+                       retrievers.cross_encoder_onnx) runs on onnxruntime without torch; any other name or
+                       directory is a sentence-transformers CrossEncoder. BUNDLED_MODEL names nav's own
+                       code reranker, loaded from retrievers/data/cross_encoder (training/README.md); no
+                       model is shipped there yet (patches/012-cross-encoder: the first run lost to hybrid).
   NAV_RERANK_BASE      the retriever whose ranking is re-scored (default hybrid)
   NAV_RERANK_POOL      how many of its results are re-scored (default 20; at least k are)
   NAV_RERANK_CONTEXT   1 (default): the cross-encoder reads "path · symbol", the parent header and the text;
@@ -17,9 +21,12 @@ from typing import TYPE_CHECKING
 from navigator.core.errors import ModelError, UsageError
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import NO_TERMS_NOTE
+from retrievers.crosslingual import expand_query
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
+
+    from retrievers.cross_encoder_onnx import OnnxCrossEncoder
 
     from chunkers.base import CodeChunk
     from navigator.core.config import Config
@@ -36,8 +43,19 @@ DEFAULT_POOL = 20
 MAX_QUERY_CHARS = 1000
 PREDICT_BATCH_SIZE = 16
 
+# nav's own cross-encoder (training/train_cross_encoder.py), an int8 ONNX export shipped as package data.
+BUNDLED_MODEL = "nav-code-reranker"
+_BUNDLED_PACKAGE = "retrievers"
+_BUNDLED_DIR = ("data", "cross_encoder")
+
 # One loaded cross-encoder per model name and process: loading costs seconds, scoring milliseconds.
-_MODEL_CACHE: dict[str, "CrossEncoder"] = {}
+_MODEL_CACHE: dict[str, "CrossEncoder | OnnxCrossEncoder"] = {}
+
+
+def bundled_model_dir() -> Path:
+    """Where the package keeps nav's own cross-encoder export."""
+    from importlib import resources
+    return Path(str(resources.files(_BUNDLED_PACKAGE).joinpath(*_BUNDLED_DIR)))
 
 
 def _download_hint(model: str) -> str:
@@ -52,12 +70,21 @@ def _looks_like_path(model: str) -> bool:
     return model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model
 
 
-def load_cross_encoder(model: str) -> "CrossEncoder":
-    """The cross-encoder `model` (hub id from the local cache, or a directory), loaded once per process.
-    Never downloads: a missing model raises ModelError at once instead of waiting on the network."""
+def load_cross_encoder(model: str) -> "CrossEncoder | OnnxCrossEncoder":
+    """The cross-encoder `model` (BUNDLED_MODEL, a hub id from the local cache, or a directory), loaded once
+    per process. Never downloads: a missing model raises ModelError at once instead of waiting on the network."""
     cached = _MODEL_CACHE.get(model)
     if cached is not None:
         return cached
+    from retrievers.cross_encoder_onnx import OnnxCrossEncoder, is_cross_encoder_export
+
+    if model == BUNDLED_MODEL:
+        directory = bundled_model_dir()
+        if not is_cross_encoder_export(directory):
+            raise ModelError(f"nav's bundled cross-encoder is missing from this install ({directory})",
+                             hint="reinstall nav, or set NAV_RERANK_MODEL to a saved CrossEncoder directory")
+        _MODEL_CACHE[model] = OnnxCrossEncoder(directory)
+        return _MODEL_CACHE[model]
     source = model
     if _looks_like_path(model):
         path = Path(model).expanduser()
@@ -65,6 +92,10 @@ def load_cross_encoder(model: str) -> "CrossEncoder":
             raise ModelError(f"rerank model directory not found: {path}",
                              hint="NAV_RERANK_MODEL must name a directory holding a saved CrossEncoder "
                                   "(config.json, weights, tokenizer files), or a hub id already in the local cache")
+        if is_cross_encoder_export(path):
+            # An ONNX export: onnxruntime + tokenizers, no torch import.
+            _MODEL_CACHE[model] = OnnxCrossEncoder(path)
+            return _MODEL_CACHE[model]
         source = str(path)
     # Same offline switches as the embedder: set before the hub libraries read them, never overriding the user.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -148,11 +179,13 @@ class RerankRetriever(Retriever):
         candidates = self.base.retrieve(query, max(self.pool, k))
         if not candidates:
             return []
-        ce_query = query
-        if len(query) > MAX_QUERY_CHARS:
-            ce_query = query[:MAX_QUERY_CHARS]
+        # The cross-encoders nav can load read English: a Chinese question gets the glossary's English words
+        # appended, as the BM25 head sees it (English text comes back unchanged).
+        ce_query = expand_query(query)
+        if len(ce_query) > MAX_QUERY_CHARS:
             self._query_notes.append(f"rerank: the cross-encoder read the first {MAX_QUERY_CHARS} of the "
-                                     f"query's {len(query)} characters")
+                                     f"query's {len(ce_query)} characters")
+            ce_query = ce_query[:MAX_QUERY_CHARS]
         pairs = [(ce_query, passage_text(c.chunk, self.with_context)) for c in candidates]
         scores = model.predict(pairs, batch_size=PREDICT_BATCH_SIZE, show_progress_bar=False)
         # Best cross-encoder score first; equal scores keep the base order.

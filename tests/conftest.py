@@ -43,6 +43,31 @@ def tiny_embed_model(tmp_path_factory) -> str:
     return str(out)
 
 
+TINY_CROSS_ENCODER_LENGTH = 64     # word pieces
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder_dir(tmp_path_factory):
+    """A 2-layer, 32-wide BERT sequence classifier with one label and a character-level WordPiece vocab,
+    saved the way a real cross-encoder is, so CrossEncoder(dir) goes through the normal loading path."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, BertConfig, BertTokenizerFast
+
+    directory = tmp_path_factory.mktemp("tiny-cross-encoder")
+    chars = list("abcdefghijklmnopqrstuvwxyz0123456789_.,:()[]=/\"'#-")
+    vocab = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + [f"##{c}" for c in chars]
+             + ["def", "return", "config", "file", "path", "retry", "http", "response", "parse"])
+    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(directory / "vocab.txt"), model_max_length=TINY_CROSS_ENCODER_LENGTH)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=TINY_CROSS_ENCODER_LENGTH, num_labels=1,
+                        initializer_range=0.2)   # wide random weights, so that the scores differ clearly
+    AutoModelForSequenceClassification.from_config(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
 @pytest.fixture
 def nav_env(monkeypatch, tiny_embed_model):
     """Environment for index tests: the tiny model, fp32 (bf16 buys nothing at this size)."""

@@ -14,29 +14,11 @@ from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import NO_TERMS_NOTE
 from retrievers.rerank import MAX_QUERY_CHARS, RerankRetriever, load_cross_encoder, passage_text
 
-TINY_MAX_LENGTH = 64     # word pieces; chunks below are longer, so truncation is exercised
-
-
 @pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
-    """A 2-layer, 32-wide BERT sequence classifier with one label and a character-level WordPiece vocab,
-    saved the way a real cross-encoder is, so CrossEncoder(dir) goes through the normal loading path."""
-    torch = pytest.importorskip("torch")
-    from transformers import AutoModelForSequenceClassification, BertConfig, BertTokenizerFast
-
-    directory = tmp_path_factory.mktemp("tiny-cross-encoder")
-    chars = list("abcdefghijklmnopqrstuvwxyz0123456789_.,:()[]=/\"'#-")
-    vocab = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + [f"##{c}" for c in chars]
-             + ["def", "return", "config", "file", "path", "retry", "http", "response", "parse"])
-    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(directory / "vocab.txt"), model_max_length=TINY_MAX_LENGTH)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=TINY_MAX_LENGTH, num_labels=1,
-                        initializer_range=0.2)   # wide random weights, so that the scores differ clearly
-    AutoModelForSequenceClassification.from_config(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+def tiny_model_dir(tiny_cross_encoder_dir):
+    """conftest's tiny random-weight cross-encoder (max length TINY_CROSS_ENCODER_LENGTH word pieces; the
+    chunks below are longer, so truncation is exercised)."""
+    return tiny_cross_encoder_dir
 
 
 @pytest.fixture(autouse=True)
@@ -149,6 +131,21 @@ def test_context_toggle_changes_what_the_cross_encoder_reads(tiny_model_dir):
 
 def test_model_is_loaded_once_per_process(tiny_model_dir):
     assert load_cross_encoder(str(tiny_model_dir)) is load_cross_encoder(str(tiny_model_dir))
+
+
+def test_a_chinese_question_reaches_the_cross_encoder_with_the_glossary_english(tiny_model_dir):
+    from retrievers.crosslingual import expand_query
+
+    base = FixedBase()
+    query = "在哪里读取配置文件"
+    expanded = expand_query(query)
+    assert "config file" in expanded and expanded.startswith(query)
+    results = make(tiny_model_dir, base=base, NAV_RERANK_POOL=8).retrieve(query, 8)
+    assert base.calls == [(query, 8)]                  # the base gets the question as asked
+    expected = dict(zip((c.id for c in CHUNKS), direct_scores(tiny_model_dir, expanded, CHUNKS)))
+    assert [r.score for r in results] == pytest.approx([expected[r.chunk.id] for r in results], abs=1e-5)
+    raw = dict(zip((c.id for c in CHUNKS), direct_scores(tiny_model_dir, query, CHUNKS)))
+    assert [r.score for r in results] != pytest.approx([raw[r.chunk.id] for r in results], abs=1e-5)
 
 
 def test_long_query_is_cut_for_the_cross_encoder_with_a_note(tiny_model_dir):
