@@ -34,8 +34,8 @@ def cmd_status(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from navigator.context.search import search
-    response = search(args.repo, args.query, args.k, args.retriever)
+    from navigator.context.search import read_query, search
+    response = search(args.repo, read_query(args.query, args.query_file), args.k, args.retriever, level=args.level)
     if args.json:
         _print_json(response.to_json())
     else:
@@ -45,7 +45,9 @@ def cmd_search(args) -> int:
 
 def cmd_context(args) -> int:
     from navigator.context.build import build_context
-    envelope = build_context(args.question, args.budget, args.repo, args.retriever, policy=args.policy)
+    from navigator.context.search import read_query
+    envelope = build_context(read_query(args.question, args.query_file), args.budget, args.repo, args.retriever,
+                             policy=args.policy)
     _print_json(envelope.to_json()) if args.json else print(envelope.render_text())
     return 0
 
@@ -91,7 +93,7 @@ def cmd_eval(args) -> int:
         _emit(evaluate_budgets(args.queries, args.repo, retriever, args.budget), args.json, args.out)
         return 0
     _emit(evaluate(args.queries, args.repo, args.retriever, k=args.k, level=args.level, heads=args.heads,
-                   depth=args.depth), args.json, args.out)
+                   depth=args.depth, file_rank=args.file_rank), args.json, args.out)
     return 0
 
 
@@ -140,7 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("search", help="ranked chunks for a query")
-    p.add_argument("query")
+    p.add_argument("query", nargs="?", help="the query; - reads it from standard input")
+    p.add_argument("--query-file", default=None, metavar="FILE", help="read the query from FILE (a bug report, a log)")
+    p.add_argument("--level", choices=("chunk", "file"), default="chunk", help="rank chunks (default) or files")
     p.add_argument("-k", type=int, default=10, help="number of results (default 10)")
     p.add_argument("--repo", default=".", help="repository root (default: .)")
     p.add_argument("--retriever", default=None, help="vector | bm25 | hybrid | rerank | plugin (default: $RETRIEVER or hybrid)")
@@ -150,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("context", help="a budgeted, self-describing selection of code for a question")
-    p.add_argument("question")
+    p.add_argument("question", nargs="?", help="the question; - reads it from standard input")
+    p.add_argument("--query-file", default=None, metavar="FILE", help="read the question from FILE (a bug report, a log)")
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget (default {DEFAULT_BUDGET})")
     p.add_argument("--repo", default=".")
     p.add_argument("--retriever", default=None)
@@ -176,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="retriever to measure (repeatable: laid side by side); default $RETRIEVER or hybrid")
     p.add_argument("--k", default="1,3,5,10", help="cut-offs (default 1,3,5,10)")
     p.add_argument("--level", choices=("chunk", "file"), default="chunk")
+    p.add_argument("--file-rank", choices=("evidence", "first"), default=None,
+                   help="with --level file: evidence = nav's file ranking (default), first = a file at its first "
+                        "chunk's rank (SWE-bench convention)")
     p.add_argument("--depth", type=int, default=None, help="ranking depth kept per query (default max k)")
     p.add_argument("--heads", action="store_true", help="add a column group per head (vector, bm25) beside the fused result")
     p.add_argument("--json", action="store_true", help="print every query's ranks as JSON (input to nav compare)")
