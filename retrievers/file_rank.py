@@ -10,6 +10,15 @@
              the name's definitions are (a name defined in one file is strong evidence, in forty it is weak).
   mentioned  exact lookup of the paths the query names and its traceback frames in the index's file list
              (a frame path /x/site-packages/django/db/models/query.py matches django/db/models/query.py).
+  errors     exact lookup of the query's error messages (an exception line's message, a quoted sentence) in the
+             indexed text: the code that raises a message usually holds it as a literal (its fixed part, before
+             a placeholder or a quoted value, is what is searched).
+  title      file BM25 of the query's first line alone, for a long query (a report's title says what is
+             wrong in few words; in the whole report those words are outnumbered by code and logs).
+
+Weights and constants were chosen on the django dev set's releases 3.0-3.2 (49 in_lite274 rows) and checked
+on 4.0-5.0 (rag-eval/README.md, patches/0002): file BM25 is the strongest single source, definitions alone the
+noisiest (a report names the classes it uses, not only the one to fix), so they weigh least.
 
 A prior: files under tests/, docs/, examples/ (and test_*.py, conftest.py) have their fused score multiplied
 by NON_SOURCE_PRIOR unless the query itself speaks of tests, docs or examples.
@@ -34,8 +43,9 @@ if TYPE_CHECKING:
 CHUNK_DEPTH = 200          # chunks read from the base retriever
 CHUNK_RRF_K = 10.0         # a chunk's worth: 1/(CHUNK_RRF_K + rank)
 SUM_DAMPING = 0.3          # weight of a file's chunks after its best one
-FILE_RRF_K = 20.0          # fusion constant between the evidence rankings (files, not chunks: top ranks count)
-HEAD_WEIGHTS = {"chunks": 1.0, "file_bm25": 1.0, "defines": 0.7, "mentioned": 0.7}
+FILE_RRF_K = 10.0          # fusion constant between the evidence rankings (files, not chunks: top ranks count)
+HEAD_WEIGHTS = {"chunks": 1.0, "file_bm25": 1.0, "defines": 0.2, "mentioned": 0.5, "title": 0.5, "errors": 0.5}
+MIN_MESSAGE_CHARS = 12     # shorter fixed parts of a message match too much to be evidence
 FILE_BM25_K1, FILE_BM25_B = 1.2, 0.75
 NON_SOURCE_PRIOR = 0.5
 _NON_SOURCE_DIR = re.compile(r"(^|/)(tests?|testing|docs?|examples?|samples?|benchmarks?)(/|$)")
@@ -86,6 +96,17 @@ class FileCatalog:
                 for part in c.symbol.split("."):
                     self.definitions[part].add(c.path)
         self.paths = sorted(self.chunks_by_path)
+        # Every chunk's text in one string, so a message is found by str.find at C speed; _text_starts[i] is where
+        # chunk i begins, _text_paths[i] its file.
+        import bisect
+        self._bisect = bisect.bisect_right
+        self._text_starts, self._text_paths, pieces, at = [], [], [], 0
+        for c in chunks:
+            self._text_starts.append(at)
+            self._text_paths.append(c.path)
+            pieces.append(c.text)
+            at += len(c.text) + 1
+        self._all_text = "\0".join(pieces)
         self._by_basename: dict[str, list[str]] = defaultdict(list)
         for p in self.paths:
             self._by_basename[p.rsplit("/", 1)[-1]].append(p)
@@ -110,6 +131,17 @@ class FileCatalog:
         if best is None and len(candidates) == 1 and "/" not in mentioned:
             best = candidates[0]   # a bare file name that only one file has
         return best
+
+    def files_containing(self, literal: str, limit: int = 20) -> list[str]:
+        """Files whose text holds `literal` verbatim, in corpus order; [] when more than `limit` do (too common)."""
+        found: dict[str, None] = {}
+        start = self._all_text.find(literal)
+        while start != -1:
+            found.setdefault(self._text_paths[self._bisect(self._text_starts, start) - 1], None)
+            if len(found) > limit:
+                return []
+            start = self._all_text.find(literal, start + 1)
+        return list(found)
 
     def file_bm25(self, term_weights: Mapping[str, float], k: int) -> list[tuple[str, float]]:
         """BM25 (k1 1.2, b 0.75, idf log(1 + (N - n + 0.5)/(n + 0.5))) with files as documents."""
@@ -170,6 +202,11 @@ class FileRanker:
         defines, named = _definitions(analysis, cat)
         rankings["defines"] = defines
         rankings["mentioned"] = _mentioned(analysis, cat)
+        rankings["errors"] = _errors(analysis, cat)
+        title = query.strip().split("\n", 1)[0]
+        if analysis.is_long and title.strip():
+            title_weights = saturated_query_weights(query_tokens(title))
+            rankings["title"] = [p for p, _ in cat.file_bm25(title_weights, max(k, chunk_depth))]
         fused = reciprocal_rank_fusion(rankings, HEAD_WEIGHTS, FILE_RRF_K)
         asks_non_source = bool(_ASKS_NON_SOURCE.search(query))
         positions = {head: {p: i for i, p in enumerate(ids, start=1)} for head, ids in rankings.items()}
@@ -227,6 +264,27 @@ def _mentioned(analysis: QueryAnalysis, cat: FileCatalog) -> list[str]:
         if path:
             out.setdefault(path, None)
     return list(out)
+
+
+def _message_parts(message: str) -> list[str]:
+    """The fixed parts of an error message as code would hold them: without the exception name, cut at quoted
+    values and format placeholders, each at least MIN_MESSAGE_CHARS long, longest first."""
+    text = re.sub(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt)\s*:\s*", "", message.strip())
+    parts = re.split(r"'[^']*'|\"[^\"]*\"|<[^>]*>|\{[^}]*\}|%[sdr]|\d+", text)
+    return sorted({p.strip(" .,:;") for p in parts if len(p.strip(" .,:;")) >= MIN_MESSAGE_CHARS}, key=len, reverse=True)
+
+
+def _errors(analysis: QueryAnalysis, cat: FileCatalog) -> list[str]:
+    """Files holding the fixed parts of the query's error messages, files matching more messages first."""
+    score: dict[str, int] = defaultdict(int)
+    for message in analysis.errors[:20]:
+        for part in _message_parts(message)[:2]:
+            files = cat.files_containing(part)
+            for path in files:
+                score[path] += 1
+            if files:
+                break
+    return sorted(score, key=lambda p: -score[p])
 
 
 def _defining_chunk(cat: FileCatalog, path: str, names: list[str]):

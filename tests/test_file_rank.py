@@ -61,6 +61,7 @@ def test_a_bug_report_finds_the_file_its_names_and_frames_point_at(real_repo):
     top = hits[0]
     assert top.path == "retrievers/fusion.py"
     assert top.heads["mentioned"] == 1 and "reciprocal_rank_fusion" in top.defines
+    assert top.heads["errors"] == 1          # "head weight must be >= 0" is a literal in fusion.py
     assert top.best_chunk is not None and top.best_chunk.path == "retrievers/fusion.py"
     assert "retrievers/hybrid.py" in [h.path for h in hits[:3]]
 
@@ -69,7 +70,7 @@ def test_records_for_the_harness_carry_one_row_per_file_and_each_evidence_as_a_h
     records = file_ranking_records(ranker(real_repo).rank("tree-sitter python chunker splits classes into methods", 5))
     assert records[0]["path"].startswith("chunkers/")
     assert all(set(r) == {"path", "text", "tokens", "heads"} for r in records)
-    assert set(records[0]["heads"]) <= {"chunks", "file_bm25", "defines", "mentioned"}
+    assert set(records[0]["heads"]) <= {"chunks", "file_bm25", "defines", "mentioned", "title", "errors"}
 
 
 def test_non_source_paths():
