@@ -79,6 +79,14 @@ def test_non_source_paths():
     assert not is_non_source("retrievers/bm25.py") and not is_non_source("django/contrib/testimony.py")
 
 
+def test_the_prior_setting_is_checked():
+    from retrievers.file_rank import NON_SOURCE_PRIOR, _prior_setting
+    assert _prior_setting("") == NON_SOURCE_PRIOR and _prior_setting("1") == 1.0
+    for bad in ("0", "2", "x", "-0.5"):
+        with pytest.raises(UsageError, match="NAV_FILE_PRIOR"):
+            _prior_setting(bad)
+
+
 def nav(*args: str, stdin: str | None = None):
     env = dict(os.environ, PYTHONPATH=str(SOURCE))
     return subprocess.run([sys.executable, "-m", "navigator", *args], input=stdin, capture_output=True, text=True,
