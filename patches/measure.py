@@ -14,7 +14,9 @@ What it does, per run:
      only what the patch changed (the embedding cache is keyed by chunk text); kept between runs, so a
      second run of the same patch re-indexes nothing;
   3. `nav eval --json` on each side with that side's code, then `nav compare base patched --k K` (paired per
-     query, per category, bootstrap CI), printed and saved with both runs under --out.
+     query, per category, bootstrap CI), printed and saved with both runs under --out;
+  4. the two worktrees are removed from the repository's worktree list at the end (they live in the shared
+     .git; recreating them is cheap), unless --keep-trees. The indexes stay.
 Exit status: 0 when every step ran (whatever the measurement says), 1 when a step failed.
 """
 from __future__ import annotations
@@ -73,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="scratch worktrees and indexes (default ~/.cache/nav-measure or $NAV_MEASURE_DIR)")
     parser.add_argument("--out", default=None, help="where runs and comparisons go (default <work>/results/<patch>)")
     parser.add_argument("--python", default=sys.executable, help="interpreter with nav's dependencies")
+    parser.add_argument("--keep-trees", action="store_true", help="leave the scratch worktrees registered")
     args = parser.parse_args(argv)
 
     patch = Path(args.patch).resolve()
@@ -84,6 +87,15 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out).resolve() if args.out else work / "results" / patch.stem
     out.mkdir(parents=True, exist_ok=True)
     sides = {"base": work / "trees" / "base", "patched": work / "trees" / "patched"}
+    try:
+        return _measure(args, patch, git_root, base_commit, work, out, sides)
+    finally:
+        if not args.keep_trees:
+            for tree in sides.values():
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=git_root, capture_output=True)
+
+
+def _measure(args, patch: Path, git_root: Path, base_commit: str, work: Path, out: Path, sides: dict) -> int:
     for tree in sides.values():
         scratch_worktree(git_root, tree, base_commit)
     applied = subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch)], cwd=sides["patched"],

@@ -53,7 +53,7 @@ def test_measure_applies_a_patch_indexes_both_sides_and_pairs_the_runs(tmp_path,
     patch = tiny_patch(tmp_path)
     work, out = tmp_path / "work", tmp_path / "out"
     cmd = [sys.executable, str(MEASURE), str(patch), "--set", f"tiny={queries}:{corpus}", "--base", "HEAD",
-           "--retriever", "bm25", "--k", "1", "--work", str(work), "--out", str(out)]
+           "--retriever", "bm25", "--k", "1", "--work", str(work), "--out", str(out), "--keep-trees"]
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=os.environ.copy())
         assert run.returncode == 0, run.stderr
@@ -71,8 +71,10 @@ def test_measure_applies_a_patch_indexes_both_sides_and_pairs_the_runs(tmp_path,
         # a patch that does not apply is an error that names it
         bad = tmp_path / "bad.patch"
         bad.write_text(patch.read_text().replace("K3 = 7.0", "K3 = 9.9"))
-        failed = subprocess.run([*cmd[:2], str(bad), *cmd[3:]], capture_output=True, text=True, timeout=600)
+        failed = subprocess.run([*cmd[:2], str(bad), *cmd[3:-1]], capture_output=True, text=True, timeout=600)
         assert failed.returncode != 0 and "bad.patch does not apply" in failed.stderr
+        listed = git("worktree", "list")     # without --keep-trees the scratch trees leave the shared .git
+        assert str(work / "trees" / "base") not in listed and str(work / "trees" / "patched") not in listed
     finally:
         for side in ("base", "patched"):
             subprocess.run(["git", "worktree", "remove", "--force", str(work / "trees" / side)], cwd=REPO,
