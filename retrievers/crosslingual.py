@@ -50,6 +50,11 @@ _CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
 _HAS_CJK = re.compile(f"[{_CJK_CHARS}]")
 
 
+def has_cjk(text: str) -> bool:
+    """Whether `text` holds a CJK character: the test for "a question the English-only embedder cannot read"."""
+    return _HAS_CJK.search(text) is not None
+
+
 @dataclass(frozen=True)
 class Glossary:
     """Chinese term -> its English words, and the glossary's version string."""

@@ -4,6 +4,10 @@ Settings (environment, read through config.extra):
   NAV_RRF_K            the RRF constant (default 60)
   NAV_HYBRID_WEIGHTS   per-head weights, e.g. "vector=1,bm25=0.5" (default 1 each; 0 turns a head off)
   NAV_HYBRID_DEPTH     candidates taken from each head (default: default_candidate_depth(number of chunks))
+
+A third head, `multilingual` (retrievers.multilingual), joins the fusion only for questions holding CJK text,
+when the index has multilingual vectors (NAV_MULTILINGUAL, navigator.index.multilingual); English questions are
+ranked by the vector and bm25 heads alone, exactly as without it.
 """
 from __future__ import annotations
 
@@ -12,10 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from navigator.core.errors import IndexCorruptError, UsageError
+from navigator.index import multilingual
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import HEAD as BM25_HEAD
 from retrievers.bm25 import NO_TERMS_NOTE, BM25Retriever
+from retrievers.crosslingual import has_cjk
 from retrievers.fusion import DEFAULT_HEAD_WEIGHT, DEFAULT_RRF_K, default_candidate_depth, reciprocal_rank_fusion
+from retrievers.multilingual import HEAD as MULTILINGUAL_HEAD
+from retrievers.multilingual import MISSING_HINT, MultilingualRetriever
 from retrievers.vector import embedding_query, vector_hits
 
 if TYPE_CHECKING:
@@ -23,7 +31,7 @@ if TYPE_CHECKING:
     from navigator.index.nav_index import NavIndex
 
 VECTOR_HEAD = "vector"
-HEADS = (VECTOR_HEAD, BM25_HEAD)
+HEADS = (VECTOR_HEAD, BM25_HEAD, MULTILINGUAL_HEAD)
 RRF_K_ENV = "NAV_RRF_K"
 WEIGHTS_ENV = "NAV_HYBRID_WEIGHTS"
 DEPTH_ENV = "NAV_HYBRID_DEPTH"
@@ -96,6 +104,7 @@ class HybridRetriever(Retriever):
         super().__init__(index, config)
         self.settings = HybridSettings.from_extra(config.extra)
         self.bm25 = BM25Retriever(index, config)
+        self.multilingual = MultilingualRetriever(index, config) if multilingual.enabled(config.extra) else None
         self._query_notes: list[str] = []
         self.last_depth: int | None = None    # candidates per head of the last retrieve
 
@@ -130,6 +139,13 @@ class HybridRetriever(Retriever):
                 if note == NO_TERMS_NOTE and weights[VECTOR_HEAD] > 0:
                     note = f"bm25: {NO_TERMS_NOTE}; ranked by the vector head alone"
                 self._query_notes.append(note)
+        if weights[MULTILINGUAL_HEAD] > 0 and self.multilingual is not None and has_cjk(query):
+            if self.multilingual.available():
+                # The raw question: this head reads Chinese itself and needs no glossary words.
+                head_results[MULTILINGUAL_HEAD] = self.multilingual.ranked_ids(query, depth)
+            else:
+                self._query_notes.append(f"multilingual: the index holds no multilingual vectors, so this "
+                                         f"non-English question was ranked without them; {MISSING_HINT}")
         hits: dict[str, dict[str, HeadHit]] = {}
         for head, results in head_results.items():
             for rank, (chunk_id, score) in enumerate(results, start=1):

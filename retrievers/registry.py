@@ -23,6 +23,7 @@ _BUILTINS = {
     "bm25": "retrievers.bm25:BM25Retriever",
     "hybrid": "retrievers.hybrid:HybridRetriever",
     "rerank": "retrievers.rerank:RerankRetriever",
+    "multilingual": "retrievers.multilingual:MultilingualRetriever",  # the multilingual head alone (NAV_MULTILINGUAL)
     "baseline": "retrievers.baseline:NaiveVectorBaseline",  # naive def/class chunks + plain vector top-k
     "graph": "retrievers.graph:GraphRetriever",       # hybrid, then expansion along the symbol graph
 }

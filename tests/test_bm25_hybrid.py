@@ -286,14 +286,15 @@ def test_default_candidate_depth_scales_with_the_corpus(n_chunks, depth):
 # ---------------------------------------------------------------- hybrid settings
 
 def test_parse_head_weights():
-    assert parse_head_weights("vector=2, bm25=0.5") == {"vector": 2.0, "bm25": 0.5}
-    assert parse_head_weights("bm25=0") == {"vector": 1.0, "bm25": 0.0}
-    assert parse_head_weights("") == {"vector": 1.0, "bm25": 1.0}
+    assert parse_head_weights("vector=2, bm25=0.5") == {"vector": 2.0, "bm25": 0.5, "multilingual": 1.0}
+    assert parse_head_weights("bm25=0") == {"vector": 1.0, "bm25": 0.0, "multilingual": 1.0}
+    assert parse_head_weights("") == {"vector": 1.0, "bm25": 1.0, "multilingual": 1.0}
+    assert parse_head_weights("multilingual=0.5")["multilingual"] == 0.5
 
 
 @pytest.mark.parametrize("text, fragment", [
     ("vectr=1", "unknown head 'vectr'"), ("vector=x", "not a number"), ("vector", "not head=weight"),
-    ("vector=0,bm25=0", "every head has weight 0"), ("bm25=-1", ">= 0"), ("bm25=nan", ">= 0"),
+    ("vector=0,bm25=0,multilingual=0", "every head has weight 0"), ("bm25=-1", ">= 0"), ("bm25=nan", ">= 0"),
 ])
 def test_parse_head_weights_errors(text, fragment):
     with pytest.raises(UsageError) as info:
@@ -303,7 +304,7 @@ def test_parse_head_weights_errors(text, fragment):
 
 def test_hybrid_settings_from_environment():
     s = HybridSettings.from_extra({"NAV_RRF_K": "10", "NAV_HYBRID_DEPTH": "7", "NAV_HYBRID_WEIGHTS": "bm25=2"})
-    assert (s.rrf_k, s.depth, s.weights) == (10.0, 7, {"vector": 1.0, "bm25": 2.0})
+    assert (s.rrf_k, s.depth, s.weights) == (10.0, 7, {"vector": 1.0, "bm25": 2.0, "multilingual": 1.0})
     assert s.depth_for(n_chunks=10_000, k=3) == 7 and s.depth_for(n_chunks=10_000, k=9) == 9
     default = HybridSettings.from_extra({})
     assert default.depth_for(n_chunks=1500, k=10) == 150 and default.rrf_k == 60

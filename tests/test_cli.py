@@ -19,14 +19,107 @@ def nav(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: i
                           capture_output=True, text=True, timeout=timeout)
 
 
+def loaded_heavy_modules(code: str, env: dict | None = None) -> str:
+    """Run `code` in a fresh interpreter and list the heavy modules it left loaded."""
+    code += "\nimport sys; print('heavy:' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in %r)))" % (HEAVY_MODULES,)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return out.stdout.splitlines()[-1].removeprefix("heavy:")
+
+
 def test_help_imports_nothing_heavy():
-    code = ("import sys; from navigator.frontends.cli import build_parser; build_parser().format_help(); "
-            "import navigator.frontends.cli, chunkers, retrievers, agent_loop, navigator.core.errors; "
-            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in %r)))" % (HEAVY_MODULES,))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    code = ("import contextlib, io; from navigator.frontends.cli import main\n"
+            "for argv in (['--help'], ['search', '--help'], ['index', '--help'], ['eval', '--help']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()): assert main(argv) == 0\n"
+            "import navigator.frontends.cli, chunkers, retrievers, agent_loop, navigator.core.errors")
+    assert loaded_heavy_modules(code) == ""
     help_out = nav("--help")
     assert help_out.returncode == 0 and "index" in help_out.stdout and "exit codes" in help_out.stdout
+    assert "_NAV_COMPLETE=bash_source nav" in help_out.stdout
+
+
+def test_shell_completion_comes_from_click_and_imports_nothing_heavy():
+    env = {**os.environ, "_NAV_COMPLETE": "bash_source"}
+    script = nav(env=env)
+    assert script.returncode == 0
+    assert "_nav_completion()" in script.stdout and "complete -o nosort -F _nav_completion nav" in script.stdout
+    for shell in ("zsh_source", "fish_source"):
+        assert nav(env={**os.environ, "_NAV_COMPLETE": shell}).stdout.strip()
+
+    def complete(line: str) -> list[str]:
+        words = line.split(" ")
+        out = nav(env={**os.environ, "_NAV_COMPLETE": "bash_complete", "COMP_WORDS": line,
+                       "COMP_CWORD": str(len(words) - 1)})
+        assert out.returncode == 0, out.stderr
+        return out.stdout.splitlines()
+
+    assert complete("nav s") == ["plain,search", "plain,status"]
+    assert complete("nav search q --re") == ["plain,--repo", "plain,--retriever"]
+    from retrievers.registry import registered_names
+    assert complete("nav search q --retriever ") == [f"plain,{n}" for n in sorted(registered_names())]
+    assert {"baseline", "bm25", "hybrid", "rerank", "vector"} <= set(registered_names())
+    assert complete("nav eval --level ") == ["plain,chunk", "plain,file"]
+    assert complete("nav index ") == ["dir,"]          # the shell completes directories itself
+    code = ("import os, sys, contextlib, io; os.environ.update(_NAV_COMPLETE='bash_complete', "
+            "COMP_WORDS='nav search q --retriever ', COMP_CWORD='4'); from navigator.frontends.cli import main\n"
+            "try: main()\n"
+            "except SystemExit: pass")
+    assert loaded_heavy_modules(code) == ""
+
+
+def test_usage_errors_exit_2_with_clicks_message(capsys):
+    from navigator.frontends.cli import main
+    cases = {("search",): ("Missing argument", "QUERY"), ("search", "q", "-k", "many"): ("not a valid integer", "many"),
+             ("search", "q", "--nope"): ("No such option", "--nope"), ("frobnicate",): ("No such command", "frobnicate"),
+             ("eval", "--level", "line"): ("is not one of", "line"), ("eval",): ("Missing option", "--queries")}
+    for argv, fragments in cases.items():
+        assert main(list(argv)) == 2, argv
+        err = capsys.readouterr().err
+        assert all(f in err for f in fragments) and "Usage: nav" in err, (argv, err)
+    # nav tune --worker takes one or two words: `claude` or `patches DIR` (DIR arrives as an extra argument)
+    for worker in (["claude", "stray"], ["patches"]):
+        assert main(["tune", "--queries", "q.jsonl", "--worker", *worker]) == 2
+        assert "--worker takes `claude` or `patches DIR`" in capsys.readouterr().err
+    assert main(["tune", "--queries", "/nonexistent/q.jsonl", "--worker", "patches", "/tmp"]) == 2
+    assert "query file not found" in capsys.readouterr().err   # the worker spec was accepted
+    assert main([]) == 2                              # no command: the help, and bad usage
+    assert "Commands:" in capsys.readouterr().err
+
+
+def test_nav_errors_are_translated_in_one_place(tmp_path, nav_env, capsys, monkeypatch):
+    """Every NavError subclass becomes "Error: message" + hint on stderr and its class's exit code; with
+    standalone=False the error propagates unchanged (what the tests of stages use)."""
+    import pytest
+    from navigator.core import errors
+    from navigator.frontends import cli
+    (tmp_path / "repo").mkdir()
+    assert cli.main(["search", "anything", "--repo", str(tmp_path / "repo")]) == 3
+    assert capsys.readouterr().err.startswith("Error: no index at")
+    assert cli.main(["search", "anything", "-k", "0", "--repo", str(tmp_path / "repo")]) == 2
+    assert capsys.readouterr().err == "Error: -k must be a positive number, got 0\n  (see `nav --help`)\n"
+    with pytest.raises(errors.IndexMissingError):
+        cli.main(["search", "anything", "--repo", str(tmp_path / "repo")], standalone=False)
+
+    import navigator.index.status as status_module
+    expected = {errors.NavError: 1, errors.UsageError: 2, errors.InputError: 2, errors.QueryFileError: 2, errors.IndexError_: 3,
+                errors.IndexMissingError: 3, errors.IndexCorruptError: 3, errors.IndexLockedError: 3,
+                errors.EmbedderMismatchError: 3, errors.ModelError: 4, errors.RetrieverError: 2,
+                errors.LeakageError: 5, errors.LLMError: 6, errors.MissingAPIKeyError: 7, errors.PolicyError: 2,
+                errors.VectorStoreUnavailableError: 8}
+    every_class = {c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.NavError)}
+    assert every_class == set(expected)               # a new error class gets its exit code decided here
+    for error_class, code in expected.items():
+        def fail(*args, **kwargs):
+            raise error_class(f"{error_class.__name__} happened", hint="do this instead")
+        monkeypatch.setattr(status_module, "status", fail)
+        assert cli.main(["status", str(tmp_path)]) == code, error_class
+        err = capsys.readouterr().err
+        assert err.startswith(f"Error: {error_class.__name__} happened\n  do this instead\n"), err
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(status_module, "status", interrupted)
+    assert cli.main(["status", str(tmp_path)]) == 130
+    assert "Interrupted. The previous index is intact" in capsys.readouterr().err
 
 
 def test_readme_first_command_path_with_the_bundled_model(tmp_path):

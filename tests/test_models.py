@@ -57,3 +57,11 @@ def test_pull_asks_before_downloading(monkeypatch, tmp_path):
     with pytest.raises(UsageError, match="needs your consent") as err:
         models.pull("org/model")
     assert "--yes" in err.value.hint
+
+
+def test_cli_models_pull_offline_exits_4_with_what_to_do():
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    out = subprocess.run([sys.executable, "-m", "navigator", "models", "pull", "org/some-cross-encoder", "--yes"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 4
+    assert "offline mode is on" in out.stderr and "Traceback" not in out.stderr

@@ -92,6 +92,42 @@ class SearchResponse:
         return out
 
 
+@dataclass
+class FileHit:
+    """One file of a ranking grouped by path: its rank is that of its best chunk; spans in rank order."""
+    rank: int
+    path: str
+    score: float
+    spans: list[dict]          # {rank, start_line, end_line, kind, symbol, score}
+
+    def to_json(self) -> dict:
+        return {"rank": self.rank, "path": self.path, "score": self.score, "spans": self.spans}
+
+
+def files_in_rank_order(results: list, max_files: int) -> list[FileHit]:
+    """Group ranked chunks by file, files ordered by their first (best) chunk, at most max_files."""
+    files: dict[str, FileHit] = {}
+    for r in results:
+        c = r.chunk
+        hit = files.get(c.path)
+        if hit is None:
+            if len(files) == max_files:
+                continue
+            hit = files[c.path] = FileHit(len(files) + 1, c.path, r.score, [])
+        hit.spans.append({"rank": r.rank, "start_line": c.start_line, "end_line": c.end_line, "kind": c.kind,
+                          "symbol": c.symbol, "score": r.score})
+    return list(files.values())
+
+
+def search_open_index(index, retriever, retriever_name: str, query: str, k: int) -> SearchResponse:
+    """Run an already built retriever over an open index (a long-running front end keeps both)."""
+    if k <= 0:
+        raise UsageError(f"-k must be a positive number, got {k}")
+    state = index.state()
+    results = [] if index.chunk_count == 0 else retriever.retrieve(query, k)
+    return SearchResponse(query, retriever_name, results, state, list(getattr(retriever, "notes", [])))
+
+
 def search(repo: str | Path | None, query: str, k: int, retriever_name: str | None, config: Config | None = None,
            *, level: str = "chunk") -> SearchResponse:
     from navigator.index.nav_index import NavIndex
@@ -101,14 +137,11 @@ def search(repo: str | Path | None, query: str, k: int, retriever_name: str | No
     config = config or Config.from_env()
     name = selected_name(retriever_name, config)
     index = NavIndex.open(repo, config)
-    state = index.state()
-    retriever = get_retriever(name, index, config) if level != "file" else None
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r}", hint=f"use one of: {', '.join(LEVELS)}")
     if level == "file":
         from retrievers.file_rank import FileRanker
-        retriever = FileRanker(index, config, base=name)
-        results = [] if index.chunk_count == 0 else retriever.rank(query, k)
-    else:
-        results = [] if index.chunk_count == 0 else retriever.retrieve(query, k)
-    return SearchResponse(query, name, results, state, list(getattr(retriever, "notes", [])), level=level)
+        ranker = FileRanker(index, config, base=name)
+        results = [] if index.chunk_count == 0 else ranker.rank(query, k)
+        return SearchResponse(query, name, results, index.state(), list(ranker.notes), level="file")
+    return search_open_index(index, get_retriever(name, index, config), name, query, k)

@@ -8,6 +8,8 @@ Read in one place so every command sees the same settings. Environment variables
   NAV_RERANK_MODEL   cross-encoder for the rerank retriever (default cross-encoder/ms-marco-MiniLM-L-6-v2)
   RETRIEVER          vector | bm25 | hybrid | rerank | <plugin name> (default hybrid)
   NAV_MAX_FILE_BYTES files larger than this are skipped (default 1 MiB)
+  NAV_CHROMA_URL     http://host:port of a chroma server holding the vectors (default: embedded store)
+  NAV_CHROMA_COLLECTION the collection's name on that server (default: derived, see navigator.index.vector_store)
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ class Config:
     retriever: str = DEFAULT_RETRIEVER
     index_dir: Path | None = None          # None: <repo>/.nav
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    chroma_url: str | None = None           # None: the embedded chroma store under the index dir
+    chroma_collection: str | None = None    # None: derived from the repository and embedder
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -43,6 +47,8 @@ class Config:
             retriever=env.get("RETRIEVER") or DEFAULT_RETRIEVER,
             index_dir=Path(index_dir).expanduser() if index_dir else None,
             max_file_bytes=int(env.get("NAV_MAX_FILE_BYTES") or DEFAULT_MAX_FILE_BYTES),
+            chroma_url=env.get("NAV_CHROMA_URL") or None,
+            chroma_collection=env.get("NAV_CHROMA_COLLECTION") or None,
             extra={k: v for k, v in env.items() if k.startswith("NAV_")},
         )
 

@@ -13,11 +13,14 @@
     ├── RetrieverError            exit 2   unknown retriever name (lists the registered ones)
     ├── LeakageError              exit 5   the answer key lies inside the indexed tree
     ├── PolicyError               exit 2   a selection policy file that fails to load or breaks its contract
-    └── LLMError                  exit 6   the language-model API failed (after the SDK's own retries)
-        └── MissingAPIKeyError    exit 7
+    ├── LLMError                  exit 6   the language-model API failed (after the SDK's own retries)
+    │   └── MissingAPIKeyError    exit 7
+    └── VectorStoreUnavailableError exit 8 the chroma server (NAV_CHROMA_URL) is down or failed mid-run
 
 Lower-level errors (sqlite3, chromadb, tree-sitter, HTTP) are caught where they happen and
-re-raised as one of these, so the CLI translates errors in exactly one place (navigator.frontends.cli.main).
+re-raised as one of these, so each front end translates them in exactly one place: the CLI in
+navigator.frontends.cli.report_error (message + exit code), the MCP server in mcp_server.build_server's
+on_worker (a tool error with the message and hint).
 """
 from __future__ import annotations
 
@@ -92,3 +95,9 @@ class MissingAPIKeyError(LLMError):
 class PolicyError(NavError):
     """A selection policy file that cannot be loaded, or whose output breaks the policy contract."""
     exit_code = 2
+
+
+class VectorStoreUnavailableError(NavError):
+    """A chroma server (NAV_CHROMA_URL) that cannot be reached or fails during a run. Nothing is lost:
+    nav.db keeps the chunks and embeddings and the next run syncs the vectors."""
+    exit_code = 8

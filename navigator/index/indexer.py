@@ -23,7 +23,7 @@ from navigator.index.graph import update_graph
 from navigator.index.lexical import newest_bm25_state, term_encoder_over, write_bm25_state
 from navigator.index.onnx_query import (ONNX_SMALL_BATCH, embed_with_onnx_while_importing_chromadb,
                                         ensure_onnx_export, onnx_enabled)
-from navigator.index.vector_store import delete_vector_store, sync_chroma
+from navigator.index.vector_store import chroma_server, delete_vector_store, sync_chroma
 from navigator.index.walk import file_hash, read_source, walk_tree
 
 # Embeddings are committed to the cache every this many chunks, bounding the work a kill -9 can waste.
@@ -144,6 +144,8 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         conn = store.connect(index_dir, create=True)
         manifest = store.get_meta(conn, "manifest") or {}
         embedder = Embedder(config.embed_model, config.embed_dtype)
+        # Parsed before any work: a malformed URL is a usage error, not a failure after embedding.
+        server = chroma_server(config.chroma_url, repo_root, embedder.identity, config.chroma_collection)
         cached_model = store.get_meta(conn, "embedder")
         if cached_model is not None and cached_model != embedder.identity:
             raise EmbedderMismatchError(
@@ -283,7 +285,9 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         new_terms.clear()
         release_freed_memory()
         added_ids = {c.id for chunks in new_chunks.values() for c in chunks}
-        sync_chroma(index_dir, conn, changes=(replaced_ids - added_ids, added_ids - replaced_ids))
+        # nav.db is committed: a server that fails here loses nothing (the next run syncs, see vector_store).
+        sync_chroma(index_dir, conn, changes=(replaced_ids - added_ids, added_ids - replaced_ids), server=server)
+        summary.notes.extend(_sync_multilingual(conn, config, progress_stream))
         conn.close()
         if counts and onnx_enabled(config):
             summary.notes.extend(ensure_onnx_export(index_dir, config, embedder.identity))
@@ -298,6 +302,26 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
     summary.decode_error_files = manifest["decode_error_files"]
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _sync_multilingual(conn: sqlite3.Connection, config: Config, progress_stream) -> list[str]:
+    """Vectors of the multilingual head for chunk texts that have none (navigator.index.multilingual)."""
+    from navigator.index import multilingual
+    chosen = multilingual.choice(config.extra)
+    if chosen == multilingual.OFF:
+        return []
+    embedder = multilingual.MultilingualEmbedder(chosen)
+    progress: Progress | None = None
+
+    def on_batch(done: int, total: int) -> None:
+        nonlocal progress
+        progress = progress or Progress(total, label="multilingual", stream=progress_stream)
+        progress.advance(done)
+
+    embedded = multilingual.sync_vectors(conn, embedder, on_batch)
+    if progress is not None:
+        progress.close()
+    return [f"multilingual head: embedded {embedded} chunk texts with {embedder.identity}"] if embedded else []
 
 
 def _clear_index_dir(index_dir: Path) -> None:

@@ -1,6 +1,7 @@
 """Reading an index: its chunks, vectors, BM25 token lists, manifest and freshness."""
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -206,12 +207,23 @@ class NavIndex:
         return run_beside(lambda: self.embed_query(query), self._chroma)
 
     def vector_search_by_vector(self, vec, k: int) -> list[tuple[str, float]]:
+        from navigator.index.vector_store import server_errors
         collection = self._chroma()
         k = min(k, self.chunk_count)
-        res = collection.query(query_embeddings=[vec.tolist()], n_results=k, include=["distances"])
+        with server_errors(self.chroma_server if self.config.chroma_url else None, "searching"):
+            res = collection.query(query_embeddings=[vec.tolist()], n_results=k, include=["distances"])
         return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
 
+    @functools.cached_property
+    def chroma_server(self):
+        """The chroma server holding this index's vectors (NAV_CHROMA_URL), or None for the embedded store."""
+        from navigator.index.vector_store import chroma_server
+        identity = self.manifest.get("embedder", self.config.embed_model)
+        return chroma_server(self.config.chroma_url, self.root, identity, self.config.chroma_collection)
+
     def _chroma(self):
+        if self._collection is None and self.config.chroma_url:
+            self._collection = self._server_collection()
         if self._collection is None:
             if store.get_meta(self.conn, "chroma_generation") != store.get_meta(self.conn, "generation"):
                 # A run was killed between committing and syncing chroma: repair it from nav.db now.
@@ -224,6 +236,17 @@ class NavIndex:
                 raise IndexCorruptError(f"the vector store under {self.index_dir / store.CHROMA_DIR} cannot be opened ({exc})",
                                         hint="run `nav index PATH`: it rebuilds the vector store from the index database") from exc
         return self._collection
+
+    def _server_collection(self):
+        """The shared collection on the chroma server, synced first when it does not hold this index's
+        chunks: a run that lost the server mid-sync, or another machine that synced another tree."""
+        from navigator.index.vector_store import open_collection, server_in_step, sync_chroma
+        server = self.chroma_server
+        _, collection = open_collection(self.index_dir, server)
+        synced = store.get_meta(self.conn, "chroma_generation") == store.get_meta(self.conn, "generation")
+        if not (synced and server_in_step(self.conn, collection)):
+            sync_chroma(self.index_dir, self.conn, server=server)
+        return collection
 
     # ---- freshness
     def freshness(self) -> Freshness:
@@ -246,6 +269,13 @@ class NavIndex:
             "files_skipped": sum((self.manifest.get("skipped") or {}).values()),
             "index_dir": str(self.index_dir),
         }
+
+    def vector_store_state(self) -> dict:
+        """Where the vectors live; on a server, its URL and collection (nothing is fetched from it)."""
+        server = self.chroma_server if self.config.chroma_url else None
+        if server is None:
+            return {"vector_store": "embedded"}
+        return {"vector_store": "server", "chroma_url": server.url, "chroma_collection": server.collection}
 
 
 def missing_index_state(root: Path, index_dir: Path) -> dict:

@@ -30,6 +30,8 @@ class StatusReport:
             + (f": {', '.join(s['changed_examples'])}" if s["changed_examples"] else ""),
             f"  index dir  {s['index_dir']}",
         ]
+        if s.get("vector_store") == "server":
+            lines.append(f"  vectors    chroma server {s['chroma_url']}, collection {s['chroma_collection']}")
         if s["state"] == "stale":
             lines.append(f"  refresh:   nav index {self.root}")
         return "\n".join(lines)
@@ -53,4 +55,4 @@ def status(path: str | Path | None, config: Config | None = None) -> StatusRepor
         index = NavIndex.open(root, config, check_embedder=False)
     except IndexMissingError:
         return StatusReport(str(root), missing_index_state(root, config.index_dir_for(root)), {})
-    return StatusReport(str(root), index.state(), index.manifest)
+    return StatusReport(str(root), {**index.state(), **index.vector_store_state()}, index.manifest)
