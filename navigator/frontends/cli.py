@@ -129,6 +129,8 @@ def cmd_search(query: str | None, query_file: str | None, level: str, k: int, re
                explain: bool, full: bool, as_json: bool) -> int:
     """Ranked chunks (or files, --level file) for QUERY; QUERY - reads it from standard input."""
     from navigator.context.search import read_query, search
+    if query is None and query_file is None:   # click's own wording and usage line, as for any missing argument
+        raise click.UsageError("Missing argument 'QUERY' (or --query-file FILE; - reads standard input).")
     response = search(repo, read_query(query, query_file), k, retriever, level=level)
     _print_json(response.to_json()) if as_json else print(response.render(explain=explain, full=full))
     return 0
@@ -148,6 +150,8 @@ def cmd_context(question: str | None, query_file: str | None, budget: int, repo:
     """A budgeted, self-describing selection of code for QUESTION; QUESTION - reads it from standard input."""
     from navigator.context.build import build_context
     from navigator.context.search import read_query
+    if question is None and query_file is None:
+        raise click.UsageError("Missing argument 'QUESTION' (or --query-file FILE; - reads standard input).")
     envelope = build_context(read_query(question, query_file), budget, repo, retriever, policy=policy)
     _print_json(envelope.to_json()) if as_json else print(envelope.render_text())
     return 0
