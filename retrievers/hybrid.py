@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from navigator.core.errors import IndexCorruptError, UsageError
 from navigator.index import multilingual
-from navigator.index.embedder import QUERY_CHAR_LIMIT
 from retrievers.base import HeadHit, RetrievedChunk, Retriever
 from retrievers.bm25 import HEAD as BM25_HEAD
 from retrievers.bm25 import NO_TERMS_NOTE, BM25Retriever
@@ -25,7 +24,7 @@ from retrievers.crosslingual import has_cjk
 from retrievers.fusion import DEFAULT_HEAD_WEIGHT, DEFAULT_RRF_K, default_candidate_depth, reciprocal_rank_fusion
 from retrievers.multilingual import HEAD as MULTILINGUAL_HEAD
 from retrievers.multilingual import MISSING_HINT, MultilingualRetriever
-from retrievers.vector import embedding_query
+from retrievers.vector import embedding_query, vector_hits
 
 if TYPE_CHECKING:
     from navigator.core.config import Config
@@ -130,10 +129,9 @@ class HybridRetriever(Retriever):
             text, expansion_note = embedding_query(query)
             if expansion_note:
                 self._query_notes.append(f"vector: {expansion_note}")
-            head_results[VECTOR_HEAD] = list(self.index.vector_search(text, depth))
-            if len(text) > QUERY_CHAR_LIMIT:
-                self._query_notes.append(f"vector: query of {len(text)} characters cut to its first "
-                                         f"{QUERY_CHAR_LIMIT} for the embedder (bm25 read all of it)")
+            head_results[VECTOR_HEAD], window_note = vector_hits(self.index, text, depth)
+            if window_note:
+                self._query_notes.append(f"vector: {window_note}")
         if weights[BM25_HEAD] > 0:
             # Ids only: of the depth candidates, only the fused top k are loaded from the index.
             head_results[BM25_HEAD] = self.bm25.ranked_ids(query, depth)

@@ -5,9 +5,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from navigator.core.config import Config
-from navigator.core.errors import UsageError
+from navigator.core.errors import InputError, UsageError
 
 PREVIEW_LINES = 12
+LEVELS = ("chunk", "file")
+
+
+def read_query(value: str | None, query_file: str | None = None, *, stdin=None) -> str:
+    """The query text: the argument itself, or `-` for standard input, or --query-file FILE. A pasted bug
+    report or log can exceed the 128 KiB a single shell argument may hold; stdin and files have no such limit."""
+    import sys
+    if value is not None and query_file is not None:
+        raise UsageError("give the query as an argument or with --query-file, not both")
+    if query_file is not None:
+        try:
+            text = Path(query_file).expanduser().read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise InputError(f"cannot read the query file {query_file}: {exc.strerror or exc}",
+                             hint="give a readable text file, or the query itself, or - to read standard input") from None
+    elif value == "-":
+        text = (stdin or sys.stdin).read()
+    elif value is None:
+        raise UsageError("no query given", hint="give it as an argument, as - (read standard input) or with --query-file FILE")
+    else:
+        text = value
+    if not text.strip():
+        raise UsageError("the query is empty", hint="a query needs at least one word")
+    return text
 
 
 @dataclass
@@ -18,8 +42,10 @@ class SearchResponse:
     index_state: dict
     notes: list[str] = field(default_factory=list)
 
+    level: str = "chunk"
+
     def to_json(self) -> dict:
-        return {"query": self.query, "retriever": self.retriever, "index": self.index_state,
+        return {"query": self.query, "retriever": self.retriever, "level": self.level, "index": self.index_state,
                 "notes": self.notes, "results": [r.to_json() for r in self.results]}
 
     def render(self, *, explain: bool = False, full: bool = False) -> str:
@@ -34,6 +60,9 @@ class SearchResponse:
             out.append(f"note: {note}")
         if not self.results and st["state"] != "empty":
             out.append(f"no results for {self.query!r} (retriever {self.retriever})")
+        if self.level == "file":
+            out.extend(self._render_files(explain))
+            return "\n".join(out)
         for r in self.results:
             c = r.chunk
             symbol = f" {c.symbol}" if c.symbol else ""
@@ -47,6 +76,20 @@ class SearchResponse:
             if len(shown) < len(lines):
                 out.append(f"      ... ({len(lines) - len(shown)} more lines)")
         return "\n".join(out)
+
+
+    def _render_files(self, explain: bool) -> list[str]:
+        out = []
+        for hit in self.results:
+            c = hit.best_chunk
+            where = f"  best: {c.location} [{c.kind}{' ' + c.symbol if c.symbol else ''}]" if c is not None else ""
+            out.append(f"{hit.rank:>2}. {hit.path}  score {hit.score:.4f}{where}")
+            if explain:
+                heads = ", ".join(f"{name} #{r}" for name, r in sorted(hit.heads.items()))
+                extra = f"; defines {', '.join(hit.defines[:5])}" if hit.defines else ""
+                extra += f"; prior x{hit.prior:g} (tests/docs/examples)" if hit.prior != 1.0 else ""
+                out.append(f"      evidence: {heads or 'n/a'}{extra}")
+        return out
 
 
 @dataclass
@@ -85,7 +128,8 @@ def search_open_index(index, retriever, retriever_name: str, query: str, k: int)
     return SearchResponse(query, retriever_name, results, state, list(getattr(retriever, "notes", [])))
 
 
-def search(repo: str | Path | None, query: str, k: int, retriever_name: str | None, config: Config | None = None) -> SearchResponse:
+def search(repo: str | Path | None, query: str, k: int, retriever_name: str | None, config: Config | None = None,
+           *, level: str = "chunk") -> SearchResponse:
     from navigator.index.nav_index import NavIndex
     from retrievers.registry import get_retriever, selected_name
     if k <= 0:
@@ -93,4 +137,11 @@ def search(repo: str | Path | None, query: str, k: int, retriever_name: str | No
     config = config or Config.from_env()
     name = selected_name(retriever_name, config)
     index = NavIndex.open(repo, config)
+    if level not in LEVELS:
+        raise UsageError(f"unknown level {level!r}", hint=f"use one of: {', '.join(LEVELS)}")
+    if level == "file":
+        from retrievers.file_rank import FileRanker
+        ranker = FileRanker(index, config, base=name)
+        results = [] if index.chunk_count == 0 else ranker.rank(query, k)
+        return SearchResponse(query, name, results, index.state(), list(ranker.notes), level="file")
     return search_open_index(index, get_retriever(name, index, config), name, query, k)

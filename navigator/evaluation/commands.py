@@ -43,32 +43,56 @@ def prepared_query_set(queries_path: str, repo: str | None, config: Config):
     return index, queries, unanswerable
 
 
-def _rank_fn(name: str, index, config: Config):
+def _rank_fn(name: str, index, config: Config, file_rank: str | None = None):
+    """rank_fn(query, depth) for the harness: the retriever's chunks, or with file_rank="evidence" its
+    file ranking (retrievers.file_rank: one record per file, best first)."""
+    if file_rank == "evidence":
+        from retrievers.file_rank import FileRanker, file_ranking_records
+        ranker = FileRanker(index, config, base=name)
+        return lambda query, depth: file_ranking_records(ranker.rank(query, depth))
     from retrievers.registry import get_retriever
     retriever = get_retriever(name, index, config)
     return lambda query, depth: retriever.retrieve(query, depth)
 
 
+def _file_rank_mode(level: str, file_rank: str | None) -> str | None:
+    from retrievers.file_rank import FILE_RANK_MODES
+    if file_rank is not None and file_rank not in FILE_RANK_MODES:
+        raise UsageError(f"unknown --file-rank {file_rank!r}", hint=f"use one of: {', '.join(FILE_RANK_MODES)}")
+    if level != "file":
+        if file_rank == "evidence":
+            raise UsageError("--file-rank evidence ranks files: use it with --level file")
+        return None
+    return file_rank or "evidence"
+
+
 def run_named(queries_path: str, repo: str | None, retrievers: list[str], *, ks=(1, 3, 5, 10), level="chunk",
-              depth: int | None = None, config: Config | None = None):
+              depth: int | None = None, config: Config | None = None, file_rank: str | None = None):
+    """file_rank (level file only): "evidence" ranks files by retrievers.file_rank (the default at level
+    file), "first" places each file at its first chunk's rank in the chunk ranking (the SWE-bench convention)."""
     from navigator.evaluation import run_eval
     config = config or Config.from_env()
+    mode = _file_rank_mode(level, file_rank)
     index, queries, unanswerable = prepared_query_set(queries_path, repo, config)
     depth = depth or max(max(ks), 10)
     meta = {"queries_file": str(Path(queries_path).resolve()), "repo": str(index.root),
             "index_built_at": index.manifest.get("built_at"), "git_head": index.manifest.get("git_head"),
             "chunk_count": index.chunk_count, "embedder": index.manifest.get("embedder")}
-    return {name: run_eval(queries, _rank_fn(name, index, config), ks=ks, depth=depth, level=level, retriever=name,
-                           unanswerable=unanswerable, meta=meta)
+    if mode:
+        meta["file_rank"] = mode
+    return {name: run_eval(queries, _rank_fn(name, index, config, mode), ks=ks, depth=depth, level=level,
+                           retriever=name, unanswerable=unanswerable, meta=meta)
             for name in retrievers}
 
 
 def evaluate(queries_path: str, repo: str | None, retrievers: list[str] | None, *, k: str = "1,3,5,10",
-             level: str = "chunk", heads: bool = False, depth: int | None = None) -> EvalOutput:
+             level: str = "chunk", heads: bool = False, depth: int | None = None,
+             file_rank: str | None = None) -> EvalOutput:
     from navigator.evaluation import render_eval_table, with_head_views
     config = Config.from_env()
     names = retrievers or [config.retriever]
-    runs = run_named(queries_path, repo, names, ks=_parse_ints(k, "--k"), level=level, depth=depth, config=config)
+    runs = run_named(queries_path, repo, names, ks=_parse_ints(k, "--k"), level=level, depth=depth, config=config,
+                     file_rank=file_rank)
     views: dict = {}
     for name, run in runs.items():
         views.update(with_head_views(run) if heads else {name: run})

@@ -115,33 +115,44 @@ def cmd_status(path: str, as_json: bool) -> int:
 
 @cli.command("search")
 @chroma_url_option
-@click.argument("query")
+@click.argument("query", required=False)
+@click.option("--query-file", default=None, metavar="FILE", help="read the query from FILE (a bug report, a log)")
+@click.option("--level", type=click.Choice(["chunk", "file"]), default="chunk", show_default=True,
+              help="rank chunks or files")
 @click.option("-k", "k", type=int, default=10, show_default=True, help="number of results")
 @repo_option
 @retriever_option
 @click.option("--explain", is_flag=True, help="show which heads found each result, at which rank")
 @click.option("--full", is_flag=True, help="print whole chunks instead of previews")
 @json_option("machine-readable output (see README)")
-def cmd_search(query: str, k: int, repo: str, retriever: str | None, explain: bool, full: bool, as_json: bool) -> int:
-    """Ranked chunks for QUERY."""
-    from navigator.context.search import search
-    response = search(repo, query, k, retriever)
+def cmd_search(query: str | None, query_file: str | None, level: str, k: int, repo: str, retriever: str | None,
+               explain: bool, full: bool, as_json: bool) -> int:
+    """Ranked chunks (or files, --level file) for QUERY; QUERY - reads it from standard input."""
+    from navigator.context.search import read_query, search
+    if query is None and query_file is None:   # click's own wording and usage line, as for any missing argument
+        raise click.UsageError("Missing argument 'QUERY' (or --query-file FILE; - reads standard input).")
+    response = search(repo, read_query(query, query_file), k, retriever, level=level)
     _print_json(response.to_json()) if as_json else print(response.render(explain=explain, full=full))
     return 0
 
 
 @cli.command("context")
 @chroma_url_option
-@click.argument("question")
+@click.argument("question", required=False)
+@click.option("--query-file", default=None, metavar="FILE", help="read the question from FILE (a bug report, a log)")
 @click.option("--budget", type=int, default=DEFAULT_BUDGET, show_default=True, help="token budget")
 @repo_option
 @retriever_option
 @policy_option("a selection policy file (default: $NAV_POLICY or the shipped one)")
 @json_option("the envelope as JSON (keys documented in navigator/context/envelope.py)")
-def cmd_context(question: str, budget: int, repo: str, retriever: str | None, policy: str | None, as_json: bool) -> int:
-    """A budgeted, self-describing selection of code for QUESTION."""
+def cmd_context(question: str | None, query_file: str | None, budget: int, repo: str, retriever: str | None,
+                policy: str | None, as_json: bool) -> int:
+    """A budgeted, self-describing selection of code for QUESTION; QUESTION - reads it from standard input."""
     from navigator.context.build import build_context
-    envelope = build_context(question, budget, repo, retriever, policy=policy)
+    from navigator.context.search import read_query
+    if question is None and query_file is None:
+        raise click.UsageError("Missing argument 'QUESTION' (or --query-file FILE; - reads standard input).")
+    envelope = build_context(read_query(question, query_file), budget, repo, retriever, policy=policy)
     _print_json(envelope.to_json()) if as_json else print(envelope.render_text())
     return 0
 
@@ -201,20 +212,25 @@ def _emit(output, as_json: bool, out_file: str | None = None) -> None:
               help="retriever to measure (repeatable: laid side by side); default $RETRIEVER or hybrid")
 @click.option("--k", "k", default="1,3,5,10", show_default=True, help="cut-offs")
 @click.option("--level", type=click.Choice(["chunk", "file"]), default="chunk", show_default=True)
+@click.option("--file-rank", type=click.Choice(["evidence", "first"]), default=None,
+              help="with --level file: evidence = nav's file ranking (default), first = a file at its first "
+                   "chunk's rank (SWE-bench convention)")
 @click.option("--depth", type=int, default=None, help="ranking depth kept per query (default max k)")
 @click.option("--heads", is_flag=True, help="add a column group per head (vector, bm25) beside the fused result")
 @json_option("print every query's ranks as JSON (input to nav compare)")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="also save the JSON run to this file")
 @click.option("--budget", default=None, metavar="N[,N...]",
               help="score what `nav context` returns at these token budgets, beside plain top-5")
-def cmd_eval(queries: str, repo: str, retriever: tuple[str, ...], k: str, level: str, depth: int | None,
+def cmd_eval(queries: str, repo: str, retriever: tuple[str, ...], k: str, level: str, file_rank: str | None,
+             depth: int | None,
              heads: bool, as_json: bool, out: str | None, budget: str | None) -> int:
     """Measure retrieval on a query set (shared/eval-format.md)."""
     from navigator.evaluation.commands import evaluate, evaluate_budgets
     if budget:
         _emit(evaluate_budgets(queries, repo, retriever[0] if retriever else None, budget), as_json, out)
         return 0
-    _emit(evaluate(queries, repo, list(retriever) or None, k=k, level=level, heads=heads, depth=depth), as_json, out)
+    _emit(evaluate(queries, repo, list(retriever) or None, k=k, level=level, heads=heads, depth=depth,
+                   file_rank=file_rank), as_json, out)
     return 0
 
 

@@ -1,0 +1,122 @@
+"""Files as results, on a small real repository (a copy of nav's own chunkers/ and retrievers/ source), and the
+query input of `nav search` / `nav context` from standard input and files."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from navigator.core.config import Config
+from navigator.core.errors import InputError, UsageError
+from navigator.index.indexer import build_index
+from navigator.index.nav_index import NavIndex
+from retrievers.file_rank import FileRanker, file_ranking_records, is_non_source
+
+SOURCE = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def real_repo(tmp_path, nav_env):
+    root = tmp_path / "repo"
+    for folder in ("chunkers", "retrievers"):
+        shutil.copytree(SOURCE / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    # A test file that talks about BM25 more than the source does: the prior must keep it below the source.
+    (root / "tests").mkdir()
+    (root / "tests" / "test_scoring.py").write_text(
+        '"""BM25 okapi idf scorer tests: BM25Scorer okapi_idf saturated_query_weights."""\n\n\n'
+        "def test_bm25_okapi_idf_scorer():\n    assert okapi_idf and BM25Scorer and saturated_query_weights\n")
+    build_index(root, Config.from_env())
+    return root
+
+
+def ranker(root: Path, base: str = "bm25") -> FileRanker:
+    config = Config.from_env()
+    return FileRanker(NavIndex.open(root, config), config, base=base)
+
+
+def test_files_rank_by_their_evidence_and_tests_yield_unless_asked(real_repo):
+    hits = ranker(real_repo).rank("how are okapi idf and the BM25 scorer computed for saturated query weights", 40)
+    assert hits[0].path == "retrievers/bm25.py"
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert len({h.path for h in hits}) == len(hits)                     # one row per file
+    test_hit = next(h for h in hits if h.path == "tests/test_scoring.py")
+    # dense in the query's words, so whole-file BM25 ranks it high; the prior moves it down
+    assert test_hit.prior < 1 and test_hit.rank > test_hit.heads["file_bm25"]
+    asked = ranker(real_repo).rank("which tests cover the okapi idf BM25 scorer", 40)
+    assert next(h for h in asked if h.path == "tests/test_scoring.py").prior == 1.0
+
+
+def test_a_bug_report_finds_the_file_its_names_and_frames_point_at(real_repo):
+    report = ("Crash when fusing rankings with a zero weight.\n" + "We run a large deployment. " * 80 +
+              'Traceback (most recent call last):\n'
+              '  File "/srv/app/venv/lib/python3.11/site-packages/retrievers/hybrid.py", line 120, in retrieve\n'
+              '  File "/srv/app/venv/lib/python3.11/site-packages/retrievers/fusion.py", line 40, in reciprocal_rank_fusion\n'
+              "ValueError: head weight must be >= 0\n")
+    hits = ranker(real_repo, base="bm25").rank(report, 10)
+    top = hits[0]
+    assert top.path == "retrievers/fusion.py"
+    assert top.heads["mentioned"] == 1 and "reciprocal_rank_fusion" in top.defines
+    assert top.heads["errors"] == 1          # "head weight must be >= 0" is a literal in fusion.py
+    assert top.best_chunk is not None and top.best_chunk.path == "retrievers/fusion.py"
+    assert "retrievers/hybrid.py" in [h.path for h in hits[:3]]
+
+
+def test_records_for_the_harness_carry_one_row_per_file_and_each_evidence_as_a_head(real_repo):
+    records = file_ranking_records(ranker(real_repo).rank("tree-sitter python chunker splits classes into methods", 5))
+    assert records[0]["path"].startswith("chunkers/")
+    assert all(set(r) == {"path", "text", "tokens", "heads"} for r in records)
+    assert set(records[0]["heads"]) <= {"chunks", "file_bm25", "defines", "mentioned", "title", "errors"}
+
+
+def test_non_source_paths():
+    assert is_non_source("tests/forms/test_widgets.py") and is_non_source("docs/conf.py")
+    assert is_non_source("pkg/test_utils.py") and is_non_source("examples/app.py") and is_non_source("a/conftest.py")
+    assert not is_non_source("retrievers/bm25.py") and not is_non_source("django/contrib/testimony.py")
+
+
+def test_the_prior_setting_is_checked():
+    from retrievers.file_rank import NON_SOURCE_PRIOR, _prior_setting
+    assert _prior_setting("") == NON_SOURCE_PRIOR and _prior_setting("1") == 1.0
+    for bad in ("0", "2", "x", "-0.5"):
+        with pytest.raises(UsageError, match="NAV_FILE_PRIOR"):
+            _prior_setting(bad)
+
+
+def nav(*args: str, stdin: str | None = None):
+    env = dict(os.environ, PYTHONPATH=str(SOURCE))
+    return subprocess.run([sys.executable, "-m", "navigator", *args], input=stdin, capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_search_reads_a_long_query_from_stdin_and_from_a_file(real_repo, tmp_path):
+    report = "reciprocal_rank_fusion ValueError: head weight must be >= 0\n" + ("padding words here " * 9000)
+    assert len(report.encode()) > 128 * 1024                # more than one shell argument may hold
+    out = nav("search", "-", "--repo", str(real_repo), "--retriever", "bm25", "--level", "file", "-k", "3",
+              "--json", stdin=report)
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert payload["level"] == "file" and payload["results"][0]["path"] == "retrievers/fusion.py"
+    qfile = tmp_path / "report.txt"
+    qfile.write_text(report)
+    out = nav("context", "--query-file", str(qfile), "--repo", str(real_repo), "--retriever", "bm25", "--json")
+    assert out.returncode == 0, out.stderr
+    assert any(p["path"] == "retrievers/fusion.py" for p in json.loads(out.stdout)["pieces"])
+    missing = nav("search", "--query-file", str(tmp_path / "nope.txt"), "--repo", str(real_repo))
+    assert missing.returncode == 2 and "cannot read the query file" in missing.stderr
+    empty = nav("search", "-", "--repo", str(real_repo), stdin="  \n")
+    assert empty.returncode == 2 and "the query is empty" in empty.stderr
+
+
+def test_read_query_refuses_two_sources_and_none():
+    from navigator.context.search import read_query
+    with pytest.raises(UsageError):
+        read_query("q", "f.txt")
+    with pytest.raises(UsageError):
+        read_query(None, None)
+    with pytest.raises(InputError):
+        read_query(None, "/nonexistent/q.txt")
