@@ -2,7 +2,7 @@
 
 A class hit lifts its constructor, its constants and (less) its other methods; any hit lifts the constants it
 reads, what it calls and its base classes, and the callers of what it defines, across files (edges and
-weights in NEIGHBOUR_WEIGHTS; the record is patches/002-graph-expansion). An index without a graph (built
+weights in NEIGHBOUR_WEIGHTS; the record is patches/0004-graph-expansion). An index without a graph (built
 before it, not re-indexed since) is ranked by hybrid alone, with a note.
 
 Settings (environment, read through config.extra):

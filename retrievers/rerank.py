@@ -6,7 +6,7 @@ Settings (environment, read through config):
                        retrievers.cross_encoder_onnx) runs on onnxruntime without torch; any other name or
                        directory is a sentence-transformers CrossEncoder. BUNDLED_MODEL names nav's own
                        code reranker, loaded from retrievers/data/cross_encoder (training/README.md); no
-                       model is shipped there yet (patches/012-cross-encoder: the first run lost to hybrid).
+                       model is shipped there yet (patches/0006-cross-encoder: the first run lost to hybrid).
   NAV_RERANK_BASE      the retriever whose ranking is re-scored (default hybrid)
   NAV_RERANK_POOL      how many of its results are re-scored (default 20; at least k are)
   NAV_RERANK_CONTEXT   1 (default): the cross-encoder reads "path · symbol", the parent header and the text;

@@ -1,7 +1,7 @@
-"""The measurements of patches/012-cross-encoder/README.md: hybrid vs rerank (a cross-encoder over hybrid's
+"""The measurements of patches/0006-cross-encoder/README.md: hybrid vs rerank (a cross-encoder over hybrid's
 top N, N = 10/20/50) on click EN and ZH: `nav eval` tables, `nav compare` paired at k=5, p50 seconds per query.
 
-    PYTHONPATH=. OMP_NUM_THREADS=1 nice -n 10 python patches/012-cross-encoder/measure.py CORPUS MODEL [OUT]
+    PYTHONPATH=. OMP_NUM_THREADS=1 nice -n 10 python patches/0006-cross-encoder/measure.py CORPUS MODEL [OUT]
 
 MODEL is what NAV_RERANK_MODEL takes (nav-code-reranker, an ONNX export directory, a CrossEncoder directory).
 It calls the functions behind `nav eval --out` and `nav compare` (navigator.evaluation.commands) in one
@@ -49,4 +49,4 @@ def main(corpus: str, model: str, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else Path("patches/012-cross-encoder/results"))
+    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else Path("patches/0006-cross-encoder/results"))
