@@ -173,8 +173,14 @@ class NavIndex:
             from navigator.index.onnx_query import OnnxQueryEncoder, is_exported, onnx_dir_for
             identity = self.manifest.get("embedder", self.config.embed_model)
             onnx_dir = onnx_dir_for(self.index_dir, identity)
-            self._query_encoder = (OnnxQueryEncoder(onnx_dir) if is_exported(onnx_dir)
-                                   else Embedder(identity))
+            encoder = None
+            if is_exported(onnx_dir):   # verified against the checksum recorded at export
+                from navigator.core.errors import ModelError
+                try:
+                    encoder = OnnxQueryEncoder(onnx_dir)
+                except ModelError:
+                    encoder = None     # unloadable after all: the torch path gives the same vectors
+            self._query_encoder = encoder or Embedder(identity)
         return self._query_encoder
 
     def embed_query(self, text: str):
@@ -225,17 +231,37 @@ class NavIndex:
         if self._collection is None and self.config.chroma_url:
             self._collection = self._server_collection()
         if self._collection is None:
-            if store.get_meta(self.conn, "chroma_generation") != store.get_meta(self.conn, "generation"):
-                # A run was killed between committing and syncing chroma: repair it from nav.db now.
-                from navigator.index.vector_store import sync_chroma
-                sync_chroma(self.index_dir, self.conn)
+            from navigator.index.repair import chroma_missing
+            if (store.get_meta(self.conn, "chroma_generation") != store.get_meta(self.conn, "generation")
+                    or (self.chunk_count and chroma_missing(self.index_dir))):
+                # A run was killed between committing and syncing chroma, or the directory was deleted:
+                # repair it from nav.db now (no model needed).
+                self._repair_chroma()
             try:
                 from navigator.index.vector_store import open_collection
                 _, self._collection = open_collection(self.index_dir)
+                count = self._collection.count()
             except Exception as exc:  # chromadb raises assorted internal errors on a damaged directory
                 raise IndexCorruptError(f"the vector store under {self.index_dir / store.CHROMA_DIR} cannot be opened ({exc})",
                                         hint="run `nav index PATH`: it rebuilds the vector store from the index database") from exc
+            if count != self.chunk_count:
+                # Vectors lost (or left over) behind nav's back: compare every id with nav.db's chunks.
+                self._collection = None
+                self._repair_chroma()
+                from navigator.index.vector_store import open_collection
+                _, self._collection = open_collection(self.index_dir)
         return self._collection
+
+    def _repair_chroma(self) -> None:
+        from navigator.index.repair import is_read_only_error, read_only_error
+        from navigator.index.vector_store import sync_chroma
+        try:
+            sync_chroma(self.index_dir, self.conn)
+        except Exception as exc:
+            if is_read_only_error(exc) or getattr(self, "read_only", False):
+                raise read_only_error(self.index_dir, exc) from exc
+            raise IndexCorruptError(f"the vector store under {self.index_dir / store.CHROMA_DIR} cannot be repaired ({exc})",
+                                    hint="run `nav index PATH`: it rebuilds the vector store from the index database") from exc
 
     def _server_collection(self):
         """The shared collection on the chroma server, synced first when it does not hold this index's

@@ -30,6 +30,7 @@ class StatusReport:
             + (f": {', '.join(s['changed_examples'])}" if s["changed_examples"] else ""),
             f"  index dir  {s['index_dir']}",
         ]
+        lines.extend(f"  damaged    {p}" for p in s.get("problems") or [])
         if s.get("vector_store") == "server":
             lines.append(f"  vectors    chroma server {s['chroma_url']}, collection {s['chroma_collection']}")
         if s["state"] == "stale":
@@ -55,4 +56,16 @@ def status(path: str | Path | None, config: Config | None = None) -> StatusRepor
         index = NavIndex.open(root, config, check_embedder=False)
     except IndexMissingError:
         return StatusReport(str(root), missing_index_state(root, config.index_dir_for(root)), {})
-    return StatusReport(str(root), {**index.state(), **index.vector_store_state()}, index.manifest)
+    from navigator.index.repair import database_errors, index_problems
+    problems = index_problems(index)
+    with database_errors(index.index_dir / "nav.db"):
+        state = {**index.state(), **index.vector_store_state()} if not _db_damaged(problems) else \
+            {**missing_index_state(root, index.index_dir), "chunk_count": index.chunk_count}
+    state["problems"] = problems
+    if problems:
+        state["state"] = "damaged"
+    return StatusReport(str(root), state, index.manifest)
+
+
+def _db_damaged(problems: list[str]) -> bool:
+    return any(p.startswith("the index database is damaged") for p in problems)

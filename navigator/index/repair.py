@@ -1,0 +1,111 @@
+"""Noticing damage to an index, saying what to do, and repairing what nav can rebuild itself.
+
+nav.db is the source of truth of an index; everything else under <index_dir> is derived from it and is
+rebuilt by a plain `nav index` (no re-embedding: vectors come from nav.db's cache):
+
+    chroma/      missing, unopenable, or holding another number of vectors than nav.db has chunks
+                 -> dropped and synced again from nav.db (navigator.index.vector_store.sync_chroma)
+    onnx/        a model.onnx whose size or sha256 differs from what the export recorded
+                 -> not loaded (queries use sentence-transformers) and exported again by `nav index`
+    bm25/        missing or of another generation -> rebuilt in memory by a query, written by `nav index`
+
+nav.db itself cannot be rebuilt from itself: its source is the repository, so a damaged nav.db is an
+IndexCorruptError whose hint is `nav index PATH --rebuild`. `PRAGMA quick_check` reads every page (about
+0.1 s per 10 MB here), so it runs where it is worth it: in `nav status`, and whenever SQLite has already
+said "malformed" (every sqlite3.DatabaseError is translated by `database_errors`).
+
+A .nav on a read-only file system (or not writable by this user) is an IndexReadOnlyError for
+`nav index`, not "corrupt"; searches open nav.db read-only and keep working.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+
+from navigator.core.errors import IndexCorruptError, IndexReadOnlyError
+
+CHROMA_FILE = "chroma.sqlite3"
+REBUILD_HINT = "rebuild it: nav index PATH --rebuild (the index is derived data; nothing of yours is lost)"
+READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def chroma_missing(index_dir: Path) -> bool:
+    """True when the embedded vector store's database file is gone (deleted by hand, or never synced)."""
+    from navigator.index import store
+    return not (Path(index_dir) / store.CHROMA_DIR / CHROMA_FILE).is_file()
+
+
+def quick_check(conn: sqlite3.Connection) -> str | None:
+    """None when SQLite's quick_check finds nav.db sound, else its first complaint."""
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    if rows and rows[0][0] == "ok":
+        return None
+    return "; ".join(str(r[0]) for r in rows[:3]) or "quick_check returned nothing"
+
+
+def corrupt_database(db_path: Path | str, exc: BaseException) -> IndexCorruptError:
+    return IndexCorruptError(f"the index database {db_path} is damaged ({exc})", hint=REBUILD_HINT)
+
+
+def is_read_only_error(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in READ_ONLY_ERRNOS
+    if isinstance(exc, sqlite3.OperationalError):
+        text = str(exc).lower()
+        return "readonly" in text or "read-only" in text
+    return False
+
+
+def read_only_error(index_dir: Path | str, exc: BaseException | None = None) -> IndexReadOnlyError:
+    why = f" ({exc})" if exc is not None else ""
+    return IndexReadOnlyError(f"cannot write to {index_dir}: it is read-only{why}",
+                              hint="searches still work on the index as it is; to update it, make the folder "
+                                   "writable (or set NAV_INDEX_DIR to a writable place) and run `nav index PATH`")
+
+
+def writable(index_dir: Path) -> bool:
+    """Whether this process can create files in index_dir (the lock, nav.db's WAL files)."""
+    return os.access(index_dir, os.W_OK)
+
+
+@contextmanager
+def database_errors(db_path: Path | str):
+    """Every sqlite3.DatabaseError inside becomes a typed NavError: corrupt (with `--rebuild`), or read-only."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if is_read_only_error(exc):
+            raise read_only_error(Path(db_path).parent, exc) from exc
+        raise corrupt_database(db_path, exc) from exc
+
+
+def index_problems(index) -> list[str]:
+    """What `nav status` reports as damaged in an open NavIndex (each item says what to do)."""
+    problems: list[str] = []
+    damage = quick_check(index.conn)
+    if damage is not None:
+        problems.append(f"the index database is damaged ({damage}): run `nav index {index.root} --rebuild`")
+        return problems
+    if index.chunk_count and not index.config.chroma_url and chroma_missing(index.index_dir):
+        problems.append(f"the vector store is missing: run `nav index {index.root}` to rebuild it from nav.db")
+    onnx = onnx_problem(index)
+    if onnx:
+        problems.append(onnx)
+    return problems
+
+
+def onnx_problem(index) -> str | None:
+    from navigator.index.onnx_query import export_problem, onnx_dir_for, onnx_enabled
+    if not onnx_enabled(index.config):
+        return None
+    identity = index.manifest.get("embedder", index.config.embed_model)
+    why = export_problem(onnx_dir_for(index.index_dir, identity))
+    if why is None:
+        return None
+    return f"the ONNX query model is damaged ({why}): run `nav index {index.root}` to export it again"

@@ -1,0 +1,61 @@
+"""Damage nav must notice (issue 10 part 4): every damaged or unusable index part is detected, reported with
+what to do, and repaired by a plain `nav index` where nav can rebuild it from nav.db; no command ends in a
+traceback. One test per case of the issue."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from navigator.core.config import Config
+from navigator.index.indexer import build_index
+from navigator.index.nav_index import NavIndex
+from tests.repo_factory import make_repo, write
+
+
+def nav(*args: str, cwd: Path | None = None, stdout=subprocess.PIPE, timeout: int = 300):
+    return subprocess.run([sys.executable, "-m", "navigator", *args], env=os.environ.copy(), cwd=cwd,
+                          stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+
+def built(tmp_path: Path, modules: int = 6) -> Path:
+    root = make_repo(tmp_path / "repo", modules=modules)
+    build_index(root, Config.from_env())
+    return root
+
+
+def test_deleted_chroma_is_noticed_and_repaired_by_a_plain_index(tmp_path, nav_env):
+    """Case 1: `rm -rf .nav/chroma` gave 0 vector results with state fresh, and `nav index` did not repair it."""
+    root = built(tmp_path)
+    shutil.rmtree(root / ".nav" / "chroma")
+    status = nav("status", str(root), "--json")
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    assert report["state"] == "damaged" and any("vector store" in p for p in report["problems"])
+    assert "nav index" in nav("status", str(root)).stdout
+    summary = build_index(root, Config.from_env())
+    assert summary.files_changed == 0
+    index = NavIndex.open(root)
+    assert index.state()["state"] == "fresh"
+    assert len(index.vector_search("compute value scale", 5)) == 5
+    # Deleted again: a search repairs the derived store from nav.db itself (no model needed) rather than
+    # answering nothing.
+    index.conn.close()
+    shutil.rmtree(root / ".nav" / "chroma")
+    out = nav("search", "compute value scale", "--retriever", "vector", "-k", "5", "--json", "--repo", str(root))
+    assert out.returncode == 0, out.stderr
+    assert len(json.loads(out.stdout)["results"]) == 5
+    # A collection that lost some vectors (count != chunks) is resynced too.
+    from navigator.index.vector_store import open_collection, release_vector_store
+    release_vector_store(root / ".nav")   # the subprocess rebuilt the directory this process had open
+    _, collection = open_collection(root / ".nav")
+    some = collection.get(include=[], limit=3)["ids"]
+    collection.delete(ids=some)
+    summary = build_index(root, Config.from_env())
+    _, collection = open_collection(root / ".nav")
+    assert collection.count() == summary.chunks
