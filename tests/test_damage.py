@@ -59,3 +59,42 @@ def test_deleted_chroma_is_noticed_and_repaired_by_a_plain_index(tmp_path, nav_e
     summary = build_index(root, Config.from_env())
     _, collection = open_collection(root / ".nav")
     assert collection.count() == summary.chunks
+
+
+def damage(path: Path, offset: int, length: int, seed: int = 0) -> None:
+    """Overwrite `length` bytes at `offset` with deterministic noise (dd conv=notrunc)."""
+    import random
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(random.Random(seed).randbytes(length))
+
+
+def no_traceback(result) -> None:
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_damaged_nav_db_pages_are_reported_and_rebuild_recovers(tmp_path, nav_env):
+    """Case 2: pages 20-59 of nav.db overwritten; search and status said fresh, `nav index` failed with a
+    traceback after committing, and every later search failed with one."""
+    root = built(tmp_path, modules=40)
+    db = root / ".nav" / "nav.db"
+    assert db.stat().st_size > 60 * 4096
+    damage(db, 20 * 4096, 40 * 4096)
+    status = nav("status", str(root))
+    no_traceback(status)
+    assert (status.returncode == 0 and "DAMAGED" in status.stdout and "--rebuild" in status.stdout) \
+        or (status.returncode == 3 and "--rebuild" in status.stderr), (status.stdout, status.stderr)
+    for _ in range(2):
+        search = nav("search", "compute value scale", "--repo", str(root))
+        no_traceback(search)
+        assert search.returncode in (0, 3)
+        if search.returncode == 3:
+            assert "damaged" in search.stderr and "--rebuild" in search.stderr
+        index = nav("index", str(root))
+        no_traceback(index)
+        assert index.returncode == 3 and "--rebuild" in index.stderr, (index.stdout, index.stderr)
+    rebuilt = nav("index", str(root), "--rebuild")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    search = nav("search", "compute value scale", "--repo", str(root), "--json")
+    assert search.returncode == 0 and json.loads(search.stdout)["results"]
+    assert json.loads(nav("status", str(root), "--json").stdout)["state"] == "fresh"

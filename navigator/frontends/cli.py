@@ -382,16 +382,36 @@ def report_error(exc) -> int:
     return exc.exit_code
 
 
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a descriptor
+        pass
+
+
 def main(argv: list[str] | None = None, *, standalone: bool = True) -> int:
     """Entry point; returns the exit code. With standalone=False (tests), NavErrors propagate instead of
     being printed."""
+    import sqlite3
     from navigator.core.errors import NavError
     try:
-        code = cli.main(args=argv, prog_name="nav", standalone_mode=False)
+        try:
+            code = cli.main(args=argv, prog_name="nav", standalone_mode=False)
+        except sqlite3.DatabaseError as exc:
+            # nav.db failed where no stage expected it (damaged pages, a read-only folder): a typed error.
+            from navigator.index.repair import database_error
+            raise database_error(exc) from exc
     except NavError as exc:
         if not standalone:
             raise
         return report_error(exc)
+    except BrokenPipeError:
+        # `nav status | head -1`: the reader left. Python's recipe: point stdout at devnull so the flush at
+        # exit cannot fail again, and exit as a process killed by SIGPIPE would (128 + 13).
+        _silence_stdout()
+        return 141
     except click.ClickException as exc:   # bad usage found by click: message on stderr, exit 2
         exc.show()
         return exc.exit_code

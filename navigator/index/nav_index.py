@@ -255,8 +255,12 @@ class NavIndex:
     def _repair_chroma(self) -> None:
         from navigator.index.repair import is_read_only_error, read_only_error
         from navigator.index.vector_store import sync_chroma
+        import sqlite3
         try:
             sync_chroma(self.index_dir, self.conn)
+        except sqlite3.DatabaseError as exc:   # nav.db itself, the source of the repair
+            from navigator.index.repair import database_error
+            raise database_error(exc, self.index_dir / store.DB_NAME) from exc
         except Exception as exc:
             if is_read_only_error(exc) or getattr(self, "read_only", False):
                 raise read_only_error(self.index_dir, exc) from exc

@@ -109,3 +109,11 @@ def onnx_problem(index) -> str | None:
     if why is None:
         return None
     return f"the ONNX query model is damaged ({why}): run `nav index {index.root}` to export it again"
+
+
+def database_error(exc: sqlite3.DatabaseError, db_path: Path | str | None = None):
+    """The NavError for a sqlite3 error no stage caught: read-only, or a damaged index database."""
+    where = db_path or "nav.db"
+    if is_read_only_error(exc):
+        return read_only_error(Path(db_path).parent if db_path else ".nav", exc)
+    return IndexCorruptError(f"the index database ({where}) is damaged or unreadable ({exc})", hint=REBUILD_HINT)
