@@ -98,3 +98,20 @@ def test_damaged_nav_db_pages_are_reported_and_rebuild_recovers(tmp_path, nav_en
     search = nav("search", "compute value scale", "--repo", str(root), "--json")
     assert search.returncode == 0 and json.loads(search.stdout)["results"]
     assert json.loads(nav("status", str(root), "--json").stdout)["state"] == "fresh"
+
+
+def test_damaged_chroma_sqlite_is_rebuilt_by_a_plain_index(tmp_path, nav_env):
+    """Case 3: a damaged chroma.sqlite3; search rightly said run `nav index`, which then failed with four
+    chained chromadb tracebacks."""
+    root = built(tmp_path)
+    chroma_db = root / ".nav" / "chroma" / "chroma.sqlite3"
+    damage(chroma_db, 0, min(chroma_db.stat().st_size, 64 * 4096))
+    search = nav("search", "compute value scale", "--retriever", "vector", "--repo", str(root))
+    no_traceback(search)
+    assert search.returncode == 3 and "nav index" in search.stderr, search.stderr
+    index = nav("index", str(root))
+    no_traceback(index)
+    assert index.returncode == 0, index.stderr
+    search = nav("search", "compute value scale", "--retriever", "vector", "-k", "5", "--json", "--repo", str(root))
+    assert search.returncode == 0, search.stderr
+    assert len(json.loads(search.stdout)["results"]) == 5

@@ -209,7 +209,13 @@ def _forget_chroma_system(index_dir: Path) -> None:
     system = SharedSystemClient._identifier_to_system.pop(key, None)
     SharedSystemClient._identifier_to_refcount.pop(key, None)
     if system is not None:
-        system.stop()
+        try:
+            system.stop()
+        except Exception:
+            # A system whose start failed (a damaged chroma.sqlite3) is registered before it starts, and
+            # its stop then fails on the parts it never made ('RustBindingsAPI' object has no attribute
+            # 'bindings'): there is nothing left to stop.
+            pass
 
 
 def release_vector_store(index_dir: Path) -> None:
