@@ -115,3 +115,51 @@ def test_damaged_chroma_sqlite_is_rebuilt_by_a_plain_index(tmp_path, nav_env):
     search = nav("search", "compute value scale", "--retriever", "vector", "-k", "5", "--json", "--repo", str(root))
     assert search.returncode == 0, search.stderr
     assert len(json.loads(search.stdout)["results"]) == 5
+
+
+def test_damaged_onnx_export_is_not_loaded_and_a_plain_index_exports_it_again(tmp_path, nav_env, monkeypatch):
+    """Case 4: model.onnx overwritten in part; search failed with an onnxruntime InvalidProtobuf traceback
+    and `nav index` left it broken (the check looked at file names, not contents)."""
+    from navigator.index.onnx_query import MODEL_FILE, export_problem, is_exported, onnx_dir_for
+    monkeypatch.setenv("NAV_ONNX", "1")
+    root = built(tmp_path)
+    onnx_dir = onnx_dir_for(root / ".nav", Config.from_env().embed_model)
+    assert is_exported(onnx_dir)
+    query = ["search", "runs jobs for feature 1", "--retriever", "vector", "-k", "5", "--json", "--repo", str(root)]
+    before = nav(*query)
+    assert before.returncode == 0, before.stderr
+    model = onnx_dir / MODEL_FILE
+    size = model.stat().st_size
+    damage(model, size // 3, 4096)
+    assert model.stat().st_size == size and export_problem(onnx_dir) and not is_exported(onnx_dir)
+    status = nav("status", str(root))
+    assert "DAMAGED" in status.stdout and "ONNX" in status.stdout, status.stdout
+    during = nav(*query)        # the torch path answers instead: same vectors, no traceback
+    no_traceback(during)
+    assert during.returncode == 0, during.stderr
+    ids = lambda out: [r["id"] for r in json.loads(out.stdout)["results"]]  # noqa: E731
+    assert ids(during) == ids(before)
+    summary = build_index(root, Config.from_env())
+    assert any("damaged" in n for n in summary.notes) and any("exported the embedder" in n for n in summary.notes)
+    assert is_exported(onnx_dir) and export_problem(onnx_dir) is None
+    after = nav(*query)
+    assert after.returncode == 0 and ids(after) == ids(before)
+    assert json.loads(nav("status", str(root), "--json").stdout)["state"] == "fresh"
+
+
+def test_interrupted_onnx_export_leaves_no_temporary_folder_behind(tmp_path, nav_env, monkeypatch):
+    """Case 9c: an ONNX export killed mid-way left its temporary folder forever."""
+    from navigator.index.onnx_query import STAGING_MARK, onnx_dir_for
+    monkeypatch.setenv("NAV_ONNX", "1")
+    root = built(tmp_path)
+    parent = onnx_dir_for(root / ".nav", Config.from_env().embed_model).parent
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    abandoned = parent / f".export{STAGING_MARK}{int(dead.stdout)}-abc123"
+    abandoned.mkdir()
+    (abandoned / "model.onnx").write_bytes(b"half")
+    live = parent / f".export{STAGING_MARK}{os.getppid()}-def456"   # a process still running: kept
+    live.mkdir()
+    write(root, "pkg/new.py", "def new_function():\n    return 1\n")
+    summary = build_index(root, Config.from_env())
+    assert not abandoned.exists() and live.exists()
+    assert any("unfinished ONNX export" in n for n in summary.notes)

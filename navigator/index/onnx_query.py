@@ -177,13 +177,58 @@ def export_onnx(model_name: str, out_dir: Path) -> Path:
     model_dir = _local_model_dir(model_name)
     layout = read_layout(model_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    remove_stale_staging(out_dir.parent)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}{STAGING_MARK}{os.getpid()}-", dir=out_dir.parent))
     try:
         _export_into(model_name, layout, staging)
         _publish(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out_dir
+
+
+STAGING_MARK = ".tmp-"
+# A staging folder named without its writer's pid (nav before it recorded one) counts as abandoned after this.
+UNOWNED_STAGING_SECONDS = 24 * 3600
+
+
+def remove_stale_staging(parent: Path) -> list[str]:
+    """Delete the staging folders of exports whose process is gone (killed mid-export): each is named
+    .<export>.tmp-<pid>-<random>; without a pid, when older than UNOWNED_STAGING_SECONDS. Returns their names."""
+    import time
+    removed: list[str] = []
+    try:
+        entries = list(Path(parent).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not (entry.name.startswith(".") and STAGING_MARK in entry.name and entry.is_dir()):
+            continue
+        owner = entry.name.rsplit(STAGING_MARK, 1)[1].split("-", 1)[0]
+        if owner.isdigit():
+            if _alive(int(owner)) and int(owner) != os.getpid():
+                continue
+            if int(owner) == os.getpid():
+                continue   # this process's own export in progress (another thread)
+        else:
+            try:
+                if time.time() - entry.stat().st_mtime < UNOWNED_STAGING_SECONDS:
+                    continue
+            except OSError:
+                continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _local_model_dir(model_name: str) -> Path:
@@ -456,10 +501,15 @@ def ensure_onnx_export(index_dir: Path, config: Config, identity: str) -> list[s
     """Export the embedder once for the torch-free query path. A failure only costs query speed."""
     from navigator.core.errors import ModelError
     onnx_dir = onnx_dir_for(index_dir, identity)
+    notes = [f"removed {len(gone)} unfinished ONNX export folder(s) of an interrupted run"
+             for gone in [remove_stale_staging(onnx_dir.parent)] if gone]
     if is_exported(onnx_dir):
-        return []
+        return notes
+    damaged = export_problem(onnx_dir)
+    if damaged:
+        notes.append(f"the ONNX query model was damaged ({damaged}): exporting it again")
     try:
         export_onnx(config.embed_model, onnx_dir)
     except ModelError as exc:
-        return [f"no ONNX query model ({exc.message}); queries use sentence-transformers (slower start)"]
-    return [f"exported the embedder to ONNX for fast queries: {onnx_dir}"]
+        return notes + [f"no ONNX query model ({exc.message}); queries use sentence-transformers (slower start)"]
+    return notes + [f"exported the embedder to ONNX for fast queries: {onnx_dir}"]
