@@ -163,3 +163,52 @@ def test_interrupted_onnx_export_leaves_no_temporary_folder_behind(tmp_path, nav
     summary = build_index(root, Config.from_env())
     assert not abandoned.exists() and live.exists()
     assert any("unfinished ONNX export" in n for n in summary.notes)
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """Make a folder read-only for this process: chmod for a normal user; for root (which chmod does not
+    stop) a read-only bind mount, or skip where mounting is not allowed."""
+    mounted: list[Path] = []
+
+    def make(folder: Path) -> None:
+        if os.geteuid() != 0:
+            for path in [folder, *folder.rglob("*")]:
+                path.chmod(path.stat().st_mode & ~0o222)
+            return
+        ok = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True).returncode == 0
+        if ok:
+            mounted.append(folder)
+            ok = subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True).returncode == 0
+        if not ok:
+            pytest.skip("cannot make a read-only folder here (root without mount)")
+
+    yield make
+    for folder in mounted:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+    for path in tmp_path.rglob("*"):
+        try:
+            path.chmod(path.stat().st_mode | 0o200)
+        except OSError:
+            pass
+
+
+def test_read_only_index_searches_and_index_says_read_only(tmp_path, nav_env, read_only):
+    """Case 5: a read-only .nav was reported as a corrupt database with advice to --rebuild, and `nav index`
+    failed with a traceback (OSError: [Errno 30] Read-only file system: '.nav/lock')."""
+    root = built(tmp_path)
+    before = nav("search", "compute value scale", "-k", "5", "--json", "--repo", str(root))
+    assert before.returncode == 0, before.stderr
+    read_only(root / ".nav")
+    for retriever in ("hybrid", "bm25", "vector"):
+        search = nav("search", "compute value scale", "--retriever", retriever, "-k", "5", "--json", "--repo", str(root))
+        no_traceback(search)
+        assert search.returncode == 0, (retriever, search.stderr)
+        assert len(json.loads(search.stdout)["results"]) == 5
+    status = nav("status", str(root))
+    no_traceback(status)
+    assert status.returncode == 0 and "FRESH" in status.stdout, (status.stdout, status.stderr)
+    index = nav("index", str(root))
+    no_traceback(index)
+    assert index.returncode == 3 and "read-only" in index.stderr and "--rebuild" not in index.stderr, index.stderr
+    assert "searches still work" in index.stderr

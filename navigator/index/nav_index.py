@@ -49,6 +49,10 @@ class NavIndex:
         self._matrix = None
         self._collection = None
         self._query_encoder = None
+        from navigator.index.repair import writable
+        # A .nav this process cannot write (read-only file system, another user's): chromadb cannot even
+        # open its store there, so vector searches rank nav.db's own vectors exactly (see _exact_search).
+        self.read_only = not writable(index_dir)
 
     @classmethod
     def open(cls, repo: str | Path | None, config: Config | None = None, *, check_embedder: bool = True) -> "NavIndex":
@@ -195,7 +199,7 @@ class NavIndex:
         """(chunk id, cosine similarity), best first, through the chroma collection."""
         if self.chunk_count == 0 or k <= 0:
             return []
-        if self._collection is None and self._query_encoder is None:
+        if self._collection is None and self._query_encoder is None and not self._exact_only:
             vec = self._embed_query_while_opening_chroma(query)
         else:
             vec = self.embed_query(query)
@@ -212,8 +216,31 @@ class NavIndex:
         import_onnx_runtime()
         return run_beside(lambda: self.embed_query(query), self._chroma)
 
+    @property
+    def _exact_only(self) -> bool:
+        return self.read_only and not self.config.chroma_url
+
+    def _exact_search(self, vec, k: int) -> list[tuple[str, float]]:
+        """Cosine over every chunk vector in nav.db's cache: the read-only path (no chroma), exact."""
+        import numpy as np
+        if self._matrix is None:
+            rows = self.conn.execute("SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
+                                     "ON e.content_hash = c.content_hash ORDER BY c.id").fetchall()
+            matrix = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 1), np.float32)
+            matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+            self._matrix = ([r[0] for r in rows], matrix)
+        ids, matrix = self._matrix
+        if not ids:
+            return []
+        query = np.asarray(vec, dtype=np.float32)
+        scores = matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(ids[i], float(scores[i])) for i in top]
+
     def vector_search_by_vector(self, vec, k: int) -> list[tuple[str, float]]:
         from navigator.index.vector_store import server_errors
+        if self._exact_only:
+            return self._exact_search(vec, min(k, self.chunk_count))
         collection = self._chroma()
         k = min(k, self.chunk_count)
         with server_errors(self.chroma_server if self.config.chroma_url else None, "searching"):
