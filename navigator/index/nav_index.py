@@ -260,7 +260,7 @@ class NavIndex:
         if self._collection is None:
             from navigator.index.repair import chroma_missing
             if (store.get_meta(self.conn, "chroma_generation") != store.get_meta(self.conn, "generation")
-                    or (self.chunk_count and chroma_missing(self.index_dir))):
+                    or (self.chunk_count and chroma_missing(self.index_dir / store.CHROMA_DIR))):
                 # A run was killed between committing and syncing chroma, or the directory was deleted:
                 # repair it from nav.db now (no model needed).
                 self._repair_chroma()

@@ -32,10 +32,10 @@ REBUILD_HINT = "rebuild it: nav index PATH --rebuild (the index is derived data;
 READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 
-def chroma_missing(index_dir: Path) -> bool:
-    """True when the embedded vector store's database file is gone (deleted by hand, or never synced)."""
-    from navigator.index import store
-    return not (Path(index_dir) / store.CHROMA_DIR / CHROMA_FILE).is_file()
+def chroma_missing(chroma_dir: Path) -> bool:
+    """True when the embedded vector store's database file is gone (deleted by hand, or never synced).
+    (This module imports nothing of the index it checks: store, vector_store and onnx_query call into it.)"""
+    return not (Path(chroma_dir) / CHROMA_FILE).is_file()
 
 
 def quick_check(conn: sqlite3.Connection) -> str | None:
@@ -83,32 +83,6 @@ def database_errors(db_path: Path | str):
         if is_read_only_error(exc):
             raise read_only_error(Path(db_path).parent, exc) from exc
         raise corrupt_database(db_path, exc) from exc
-
-
-def index_problems(index) -> list[str]:
-    """What `nav status` reports as damaged in an open NavIndex (each item says what to do)."""
-    problems: list[str] = []
-    damage = quick_check(index.conn)
-    if damage is not None:
-        problems.append(f"the index database is damaged ({damage}): run `nav index {index.root} --rebuild`")
-        return problems
-    if index.chunk_count and not index.config.chroma_url and chroma_missing(index.index_dir):
-        problems.append(f"the vector store is missing: run `nav index {index.root}` to rebuild it from nav.db")
-    onnx = onnx_problem(index)
-    if onnx:
-        problems.append(onnx)
-    return problems
-
-
-def onnx_problem(index) -> str | None:
-    from navigator.index.onnx_query import export_problem, onnx_dir_for, onnx_enabled
-    if not onnx_enabled(index.config):
-        return None
-    identity = index.manifest.get("embedder", index.config.embed_model)
-    why = export_problem(onnx_dir_for(index.index_dir, identity))
-    if why is None:
-        return None
-    return f"the ONNX query model is damaged ({why}): run `nav index {index.root}` to export it again"
 
 
 def database_error(exc: sqlite3.DatabaseError, db_path: Path | str | None = None):

@@ -254,7 +254,7 @@ def _sync(index_dir: Path, conn: sqlite3.Connection, changes, server: ChromaServ
     else:
         from navigator.index.repair import chroma_missing
         # Deleted by hand: applying only this run's changes would leave every other vector missing.
-        in_step = in_step and not chroma_missing(index_dir)
+        in_step = in_step and not chroma_missing(index_dir / store.CHROMA_DIR)
         try:
             client, collection = open_collection(index_dir)
             have = None if in_step else set(collection.get(include=[])["ids"])
