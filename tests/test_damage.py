@@ -212,3 +212,33 @@ def test_read_only_index_searches_and_index_says_read_only(tmp_path, nav_env, re
     no_traceback(index)
     assert index.returncode == 3 and "read-only" in index.stderr and "--rebuild" not in index.stderr, index.stderr
     assert "searches still work" in index.stderr
+
+
+def test_a_non_utf8_file_name_is_counted_not_fatal(tmp_path, nav_env):
+    """Case 6: one file named x\\xff.py made the whole repository unindexable (UnicodeEncodeError in
+    make_chunk_id)."""
+    root = make_repo(tmp_path / "repo", modules=2)
+    (root / os.fsdecode(b"x\xff.py")).write_text("def odd_name():\n    return 1\n")
+    (root / os.fsdecode(b"d\xfe")).mkdir()
+    (root / os.fsdecode(b"d\xfe") / "inner.py").write_text("def inner():\n    return 2\n")
+    summary = build_index(root, Config.from_env())
+    assert summary.skipped["non_utf8_name"] == 2 and summary.files_indexed > 0
+    assert "2 non_utf8_name" in summary.render()
+    index = NavIndex.open(root)
+    assert index.state()["state"] == "fresh"
+    out = nav("search", "compute value", "--repo", str(root))
+    assert out.returncode == 0, out.stderr
+
+
+def test_special_files_are_counted_as_special(tmp_path, nav_env):
+    """Case 9a: FIFOs, sockets and device files were skipped without being counted."""
+    import socket
+    root = make_repo(tmp_path / "repo", modules=2)
+    os.mkfifo(root / "pipe.py")
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(root / "s.sock"))
+        summary = build_index(root, Config.from_env())
+    finally:
+        sock.close()
+    assert summary.skipped["special"] == 2
