@@ -242,3 +242,20 @@ def test_special_files_are_counted_as_special(tmp_path, nav_env):
     finally:
         sock.close()
     assert summary.skipped["special"] == 2
+
+
+@pytest.mark.parametrize("argv", [("status",), ("search", "compute value scale"), ("search", "compute", "--json")])
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path, nav_env, argv):
+    """Case 7: `nav status | head -1` ended in a BrokenPipeError traceback. The read end of the pipe is closed
+    before nav writes, so every write fails: deterministic, unlike a real `head`."""
+    root = built(tmp_path, modules=2)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        args = [*argv, str(root)] if argv[0] == "status" else [*argv, "--repo", str(root)]
+        result = nav(*args, stdout=write_end)
+    finally:
+        os.close(write_end)
+    no_traceback(result)
+    assert "BrokenPipe" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
+    assert result.returncode == 141

@@ -399,6 +399,7 @@ def main(argv: list[str] | None = None, *, standalone: bool = True) -> int:
     try:
         try:
             code = cli.main(args=argv, prog_name="nav", standalone_mode=False)
+            sys.stdout.flush()   # here, not at exit: a reader that left is then a BrokenPipeError below
         except sqlite3.DatabaseError as exc:
             # nav.db failed where no stage expected it (damaged pages, a read-only folder): a typed error.
             from navigator.index.repair import database_error
@@ -412,6 +413,12 @@ def main(argv: list[str] | None = None, *, standalone: bool = True) -> int:
         # exit cannot fail again, and exit as a process killed by SIGPIPE would (128 + 13).
         _silence_stdout()
         return 141
+    except SystemExit:
+        # click met the broken pipe first (inside the command): it wraps stdout to ignore it and exits 1.
+        if type(sys.stdout).__name__ == "_PacifyFlushWrapper":
+            _silence_stdout()
+            return 141
+        raise
     except click.ClickException as exc:   # bad usage found by click: message on stderr, exit 2
         exc.show()
         return exc.exit_code
