@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from chunkers.base import CodeChunk
 from chunkers.markdown import chunk_markdown
 from chunkers.python import chunk_python
-from chunkers.text import CHUNK_CHAR_CAP, chunk_text
+from chunkers.text import CHUNK_CHAR_CAP, chunk_text, enforce_cap
 
 __all__ = ["CHUNK_CHAR_CAP", "ChunkResult", "chunk_file", "chunker_for"]
 
@@ -39,9 +39,12 @@ def chunk_file(path: str, text: str) -> ChunkResult:
     if not text.strip():
         return ChunkResult([], 0)
     kind = chunker_for(path)
+    errors = 0
     if kind == "python":
         chunks, errors = chunk_python(path, text)
-        return ChunkResult(chunks, errors)
-    if kind == "markdown":
-        return ChunkResult(chunk_markdown(path, text), 0)
-    return ChunkResult(chunk_text(path, text), 0)
+    elif kind == "markdown":
+        chunks = chunk_markdown(path, text)
+    else:
+        chunks = chunk_text(path, text)
+    # No chunk exceeds the cap, whatever the file: one-line minified bundles and notebook outputs included.
+    return ChunkResult(enforce_cap(chunks), errors)

@@ -259,3 +259,28 @@ def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path, nav_env, argv):
     no_traceback(result)
     assert "BrokenPipe" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr
     assert result.returncode == 141
+
+
+def test_no_chunk_exceeds_the_cap_for_minified_files_and_notebooks(tmp_path, nav_env):
+    """Case 8: a 900 KB one-line minified file (or a notebook with a huge output line) became one chunk of
+    hundreds of thousands of tokens; `nav context` then returned nothing and suggested --budget 285388."""
+    from chunkers.dispatch import CHUNK_CHAR_CAP, chunk_file
+    from chunkers.text import embed_chars
+    minified = "".join(f"function f{i}(a,b){{return a*{i}+b}};" for i in range(30000))   # ~900 KB, one line
+    assert len(minified) > 900_000 and "\n" not in minified
+    notebook = json.dumps({"cells": [
+        {"cell_type": "code", "source": ["def plot_results(rows):\n", "    return draw(rows)\n"],
+         "outputs": [{"data": {"image/png": "iVBORw0KGgo" * 60000}}]}]}, indent=1)
+    for path, text in (("static/app.js", minified), ("analysis.ipynb", notebook)):
+        chunks = chunk_file(path, text).chunks
+        assert chunks and max(embed_chars(c.header, len(c.text)) for c in chunks) <= CHUNK_CHAR_CAP
+        assert "".join(c.text for c in chunks if c.start_line == c.end_line and len(c.text) > 300) != ""
+    root = make_repo(tmp_path / "repo", modules=2)
+    write(root, "static/app.js", minified[:200_000])
+    build_index(root, Config.from_env())
+    out = nav("context", "function f123 return", "--budget", "2000", "--json", "--repo", str(root))
+    assert out.returncode == 0, out.stderr
+    envelope = json.loads(out.stdout)
+    sizes = [p["tokens"] for p in envelope["pieces"]] + [i["tokens"] for i in envelope["left_out"]["items"]]
+    assert sizes and max(sizes) <= CHUNK_CHAR_CAP          # a token is at least one character
+    assert not any(i["reason"] == "over_budget" for i in envelope["left_out"]["items"] if i["tokens"] > 2000)
