@@ -284,3 +284,20 @@ def test_no_chunk_exceeds_the_cap_for_minified_files_and_notebooks(tmp_path, nav
     sizes = [p["tokens"] for p in envelope["pieces"]] + [i["tokens"] for i in envelope["left_out"]["items"]]
     assert sizes and max(sizes) <= CHUNK_CHAR_CAP          # a token is at least one character
     assert not any(i["reason"] == "over_budget" for i in envelope["left_out"]["items"] if i["tokens"] > 2000)
+
+
+def test_stale_search_marks_results_of_deleted_files(tmp_path, nav_env):
+    """Case 9b: a stale search ranked chunks of deleted files first with no mark on those results."""
+    root = built(tmp_path, modules=3)
+    (root / "pkg" / "mod1.py").unlink()
+    out = nav("search", "compute_1 scale value feature 1", "--retriever", "bm25", "--json", "--repo", str(root))
+    assert out.returncode == 0, out.stderr
+    response = json.loads(out.stdout)
+    assert response["index"]["state"] == "stale"
+    marks = {(r["path"], r["deleted_since_index"]) for r in response["results"]}
+    assert ("pkg/mod1.py", True) in marks and all(flag == (path == "pkg/mod1.py") for path, flag in marks)
+    text = nav("search", "compute_1 scale value feature 1", "--retriever", "bm25", "--repo", str(root)).stdout
+    assert "pkg/mod1.py" in text and "[deleted since index]" in text
+    files = nav("search", "compute_1 scale value feature 1", "--retriever", "bm25", "--level", "file", "--json",
+                "--repo", str(root))
+    assert ("pkg/mod1.py", True) in {(r["path"], r["deleted_since_index"]) for r in json.loads(files.stdout)["results"]}
