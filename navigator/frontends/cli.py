@@ -19,9 +19,9 @@ import click
 from navigator.context.build import DEFAULT_BUDGET  # light: config and errors only
 
 EPILOG = """\b
-exit codes: 0 ok, 1 error, 2 bad usage or input, 3 index missing/corrupt/locked/mismatched,
+exit codes: 0 ok, 1 error, 2 bad usage or input, 3 index missing/corrupt/locked/read-only/mismatched,
 4 model cannot be loaded, 5 answer key inside the indexed tree, 6 LLM API failed, 7 no ANTHROPIC_API_KEY,
-8 chroma server (NAV_CHROMA_URL) unreachable or failed
+8 chroma server (NAV_CHROMA_URL) unreachable or failed, 141 output reader left early
 shell completion: eval "$(_NAV_COMPLETE=bash_source nav)"  (zsh_source, fish_source for other shells)"""
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
