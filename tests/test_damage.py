@@ -274,7 +274,12 @@ def test_no_chunk_exceeds_the_cap_for_minified_files_and_notebooks(tmp_path, nav
     for path, text in (("static/app.js", minified), ("analysis.ipynb", notebook)):
         chunks = chunk_file(path, text).chunks
         assert chunks and max(embed_chars(c.header, len(c.text)) for c in chunks) <= CHUNK_CHAR_CAP
-        assert "".join(c.text for c in chunks if c.start_line == c.end_line and len(c.text) > 300) != ""
+    # the notebook by cell: its code is indexed, its outputs are not, and the chunk points at the source rows
+    (cell,) = chunk_file("analysis.ipynb", notebook).chunks
+    assert cell.symbol == "plot_results" and "iVBOR" not in cell.text
+    rows = notebook.split("\n")
+    assert "def plot_results" in rows[cell.start_line - 1] and "return draw" in rows[cell.end_line - 1]
+    assert chunk_file("broken.ipynb", "{not json\n").chunks   # not a notebook after all: chunked as text
     root = make_repo(tmp_path / "repo", modules=2)
     write(root, "static/app.js", minified[:200_000])
     build_index(root, Config.from_env())
