@@ -126,7 +126,7 @@ def pack_rows(
     `header_for(row)` gives the header of a piece starting at `row`. `row_depth[row]` ranks a cut
     just before `row`: lower is a better boundary (a statement of the body beats a line inside an
     expression); rows missing from it are cut only when nothing better fits (plain line windows).
-    A single row longer than the cap becomes a piece of its own: rows are never split.
+    A single row longer than the cap becomes a piece of its own here; chunk_file then cuts it (enforce_cap).
     Blank rows at piece edges are dropped; a span of only blank rows yields no piece.
     """
     depth = row_depth or {}
@@ -184,3 +184,58 @@ def chunk_text(path: str, text: str, cap: int = CHUNK_CHAR_CAP) -> list[CodeChun
             next_row -= 1
         row = lines.next_nonblank(next_row, len(lines) - 1)
     return chunks
+
+
+def enforce_cap(chunks: list[CodeChunk], cap: int = CHUNK_CHAR_CAP) -> list[CodeChunk]:
+    """The hard cap: every chunk's header + text fits in `cap` characters. A chunk over it (a minified
+    one-line bundle, a notebook's base64 output line, a huge literal: rows the chunkers never split) is cut at
+    line ends where it can and inside a line where it must; the pieces keep the chunk's kind, symbol and
+    header, and a piece cut from inside one line has that line as its start and end. Identical pieces of one
+    file (a line of 5000 '=') are kept once."""
+    out: list[CodeChunk] = []
+    seen: set[str] = set()
+    for chunk in chunks:
+        if embed_chars(chunk.header, len(chunk.text)) <= cap:
+            if chunk.id not in seen:
+                seen.add(chunk.id)
+                out.append(chunk)
+            continue
+        budget = max(cap - embed_chars(chunk.header, 0), cap // 2)
+        for line_no, text in _cut(chunk.text, chunk.start_line, budget):
+            first, last = line_no
+            if not text.strip():
+                continue
+            piece = CodeChunk(path=chunk.path, start_line=first, end_line=last, kind=chunk.kind, text=text,
+                              symbol=chunk.symbol, parent=chunk.parent, header=chunk.header)
+            if piece.id not in seen:
+                seen.add(piece.id)
+                out.append(piece)
+    return out
+
+
+def _cut(text: str, start_line: int, budget: int):
+    """((first line, last line), text) pieces of at most `budget` characters: whole lines packed greedily,
+    a line longer than the budget cut into windows of it."""
+    lines = text.split("\n")
+    group: list[str] = []
+    group_first = start_line
+    size = 0
+    for offset, line in enumerate(lines):
+        number = start_line + offset
+        if len(line) > budget:
+            if group:
+                yield (group_first, number - 1), "\n".join(group)
+                group, size = [], 0
+            for at in range(0, len(line), budget):
+                yield (number, number), line[at:at + budget]
+            continue
+        extra = len(line) + (1 if group else 0)
+        if group and size + extra > budget:
+            yield (group_first, number - 1), "\n".join(group)
+            group, size, extra = [], 0, len(line)
+        if not group:
+            group_first = number
+        group.append(line)
+        size += extra
+    if group:
+        yield (group_first, start_line + len(lines) - 1), "\n".join(group)

@@ -8,6 +8,7 @@ from navigator.core.config import Config
 from navigator.core.errors import InputError, UsageError
 
 PREVIEW_LINES = 12
+DELETED_MARK = "deleted since index"
 LEVELS = ("chunk", "file")
 
 
@@ -43,10 +44,16 @@ class SearchResponse:
     notes: list[str] = field(default_factory=list)
 
     level: str = "chunk"
+    deleted: set[str] = field(default_factory=set)   # result paths deleted from disk since the index was built
 
     def to_json(self) -> dict:
         return {"query": self.query, "retriever": self.retriever, "level": self.level, "index": self.index_state,
-                "notes": self.notes, "results": [r.to_json() for r in self.results]}
+                "notes": self.notes, "results": [self._result_json(r) for r in self.results]}
+
+    def _result_json(self, r) -> dict:
+        out = r.to_json()
+        out["deleted_since_index"] = _result_path(r) in self.deleted
+        return out
 
     def render(self, *, explain: bool = False, full: bool = False) -> str:
         out: list[str] = []
@@ -66,7 +73,8 @@ class SearchResponse:
         for r in self.results:
             c = r.chunk
             symbol = f" {c.symbol}" if c.symbol else ""
-            out.append(f"{r.rank:>2}. {c.location}  [{c.kind}{symbol}]  score {r.score:.4f}")
+            gone = f"  [{DELETED_MARK}]" if c.path in self.deleted else ""
+            out.append(f"{r.rank:>2}. {c.location}  [{c.kind}{symbol}]  score {r.score:.4f}{gone}")
             if explain:
                 heads = ", ".join(f"{name} #{h.rank} ({h.score:.4f})" for name, h in sorted(r.heads.items()))
                 out.append(f"      found by: {heads or 'n/a'}; final score {r.score:.6f}")
@@ -83,7 +91,8 @@ class SearchResponse:
         for hit in self.results:
             c = hit.best_chunk
             where = f"  best: {c.location} [{c.kind}{' ' + c.symbol if c.symbol else ''}]" if c is not None else ""
-            out.append(f"{hit.rank:>2}. {hit.path}  score {hit.score:.4f}{where}")
+            gone = f"  [{DELETED_MARK}]" if hit.path in self.deleted else ""
+            out.append(f"{hit.rank:>2}. {hit.path}  score {hit.score:.4f}{where}{gone}")
             if explain:
                 heads = ", ".join(f"{name} #{r}" for name, r in sorted(hit.heads.items()))
                 extra = f"; defines {', '.join(hit.defines[:5])}" if hit.defines else ""
@@ -119,13 +128,26 @@ def files_in_rank_order(results: list, max_files: int) -> list[FileHit]:
     return list(files.values())
 
 
+def _result_path(result) -> str:
+    return result.chunk.path if hasattr(result, "chunk") else result.path
+
+
+def deleted_result_paths(index, state: dict, results: list) -> set[str]:
+    """Paths of results whose file is gone from disk since the build (only a stale index can have any)."""
+    if state.get("state") != "stale":
+        return set()
+    paths = {_result_path(r) for r in results}
+    return {p for p in paths if not (index.root / p).exists()}
+
+
 def search_open_index(index, retriever, retriever_name: str, query: str, k: int) -> SearchResponse:
     """Run an already built retriever over an open index (a long-running front end keeps both)."""
     if k <= 0:
         raise UsageError(f"-k must be a positive number, got {k}")
     state = index.state()
     results = [] if index.chunk_count == 0 else retriever.retrieve(query, k)
-    return SearchResponse(query, retriever_name, results, state, list(getattr(retriever, "notes", [])))
+    return SearchResponse(query, retriever_name, results, state, list(getattr(retriever, "notes", [])),
+                          deleted=deleted_result_paths(index, state, results))
 
 
 def search(repo: str | Path | None, query: str, k: int, retriever_name: str | None, config: Config | None = None,
@@ -143,5 +165,7 @@ def search(repo: str | Path | None, query: str, k: int, retriever_name: str | No
         from retrievers.file_rank import FileRanker
         ranker = FileRanker(index, config, base=name)
         results = [] if index.chunk_count == 0 else ranker.rank(query, k)
-        return SearchResponse(query, name, results, index.state(), list(ranker.notes), level="file")
+        state = index.state()
+        return SearchResponse(query, name, results, state, list(ranker.notes), level="file",
+                              deleted=deleted_result_paths(index, state, results))
     return search_open_index(index, get_retriever(name, index, config), name, query, k)

@@ -8,6 +8,7 @@
     │   ├── IndexMissingError     exit 3
     │   ├── IndexCorruptError     exit 3
     │   ├── IndexLockedError      exit 3
+    │   ├── IndexReadOnlyError    exit 3   .nav cannot be written (read-only file system, permissions)
     │   └── EmbedderMismatchError exit 3
     ├── ModelError                exit 4   an embedding / rerank model that cannot be loaded
     ├── RetrieverError            exit 2   unknown retriever name (lists the registered ones)
@@ -66,6 +67,10 @@ class IndexCorruptError(IndexError_):
 
 class IndexLockedError(IndexError_):
     pass
+
+
+class IndexReadOnlyError(IndexError_):
+    """The index folder cannot be written: `nav index` cannot run, searches still read it."""
 
 
 class EmbedderMismatchError(IndexError_):

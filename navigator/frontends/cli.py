@@ -19,9 +19,9 @@ import click
 from navigator.context.build import DEFAULT_BUDGET  # light: config and errors only
 
 EPILOG = """\b
-exit codes: 0 ok, 1 error, 2 bad usage or input, 3 index missing/corrupt/locked/mismatched,
+exit codes: 0 ok, 1 error, 2 bad usage or input, 3 index missing/corrupt/locked/read-only/mismatched,
 4 model cannot be loaded, 5 answer key inside the indexed tree, 6 LLM API failed, 7 no ANTHROPIC_API_KEY,
-8 chroma server (NAV_CHROMA_URL) unreachable or failed
+8 chroma server (NAV_CHROMA_URL) unreachable or failed, 141 output reader left early
 shell completion: eval "$(_NAV_COMPLETE=bash_source nav)"  (zsh_source, fish_source for other shells)"""
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -382,16 +382,43 @@ def report_error(exc) -> int:
     return exc.exit_code
 
 
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a descriptor
+        pass
+
+
 def main(argv: list[str] | None = None, *, standalone: bool = True) -> int:
     """Entry point; returns the exit code. With standalone=False (tests), NavErrors propagate instead of
     being printed."""
+    import sqlite3
     from navigator.core.errors import NavError
     try:
-        code = cli.main(args=argv, prog_name="nav", standalone_mode=False)
+        try:
+            code = cli.main(args=argv, prog_name="nav", standalone_mode=False)
+            sys.stdout.flush()   # here, not at exit: a reader that left is then a BrokenPipeError below
+        except sqlite3.DatabaseError as exc:
+            # nav.db failed where no stage expected it (damaged pages, a read-only folder): a typed error.
+            from navigator.index.repair import database_error
+            raise database_error(exc) from exc
     except NavError as exc:
         if not standalone:
             raise
         return report_error(exc)
+    except BrokenPipeError:
+        # `nav status | head -1`: the reader left. Python's recipe: point stdout at devnull so the flush at
+        # exit cannot fail again, and exit as a process killed by SIGPIPE would (128 + 13).
+        _silence_stdout()
+        return 141
+    except SystemExit:
+        # click met the broken pipe first (inside the command): it wraps stdout to ignore it and exits 1.
+        if type(sys.stdout).__name__ == "_PacifyFlushWrapper":
+            _silence_stdout()
+            return 141
+        raise
     except click.ClickException as exc:   # bad usage found by click: message on stderr, exit 2
         exc.show()
         return exc.exit_code

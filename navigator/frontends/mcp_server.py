@@ -198,6 +198,7 @@ def build_server(service: NavService):
 
     from agent_loop.repo_files import RepoAccessError
     from navigator.context.build import DEFAULT_BUDGET
+    import sqlite3
     from navigator.core.errors import IndexMissingError, NavError
 
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nav")
@@ -212,6 +213,9 @@ def build_server(service: NavService):
             raise ToolError(tool_error_text(exc)) from exc
         except RepoAccessError as exc:
             raise ToolError(str(exc)) from exc
+        except sqlite3.DatabaseError as exc:   # nav.db damaged or read-only where no stage caught it
+            from navigator.index.repair import database_error
+            raise ToolError(tool_error_text(database_error(exc))) from exc
 
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)

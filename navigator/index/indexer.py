@@ -74,8 +74,14 @@ class IndexLock:
         self.fd: int | None = None
 
     def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            from navigator.index.repair import is_read_only_error, read_only_error
+            if is_read_only_error(exc):
+                raise read_only_error(self.path.parent, exc) from exc
+            raise
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

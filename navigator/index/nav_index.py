@@ -49,6 +49,10 @@ class NavIndex:
         self._matrix = None
         self._collection = None
         self._query_encoder = None
+        from navigator.index.repair import writable
+        # A .nav this process cannot write (read-only file system, another user's): chromadb cannot even
+        # open its store there, so vector searches rank nav.db's own vectors exactly (see _exact_search).
+        self.read_only = not writable(index_dir)
 
     @classmethod
     def open(cls, repo: str | Path | None, config: Config | None = None, *, check_embedder: bool = True) -> "NavIndex":
@@ -173,8 +177,14 @@ class NavIndex:
             from navigator.index.onnx_query import OnnxQueryEncoder, is_exported, onnx_dir_for
             identity = self.manifest.get("embedder", self.config.embed_model)
             onnx_dir = onnx_dir_for(self.index_dir, identity)
-            self._query_encoder = (OnnxQueryEncoder(onnx_dir) if is_exported(onnx_dir)
-                                   else Embedder(identity))
+            encoder = None
+            if is_exported(onnx_dir):   # verified against the checksum recorded at export
+                from navigator.core.errors import ModelError
+                try:
+                    encoder = OnnxQueryEncoder(onnx_dir)
+                except ModelError:
+                    encoder = None     # unloadable after all: the torch path gives the same vectors
+            self._query_encoder = encoder or Embedder(identity)
         return self._query_encoder
 
     def embed_query(self, text: str):
@@ -189,7 +199,7 @@ class NavIndex:
         """(chunk id, cosine similarity), best first, through the chroma collection."""
         if self.chunk_count == 0 or k <= 0:
             return []
-        if self._collection is None and self._query_encoder is None:
+        if self._collection is None and self._query_encoder is None and not self._exact_only:
             vec = self._embed_query_while_opening_chroma(query)
         else:
             vec = self.embed_query(query)
@@ -206,8 +216,31 @@ class NavIndex:
         import_onnx_runtime()
         return run_beside(lambda: self.embed_query(query), self._chroma)
 
+    @property
+    def _exact_only(self) -> bool:
+        return self.read_only and not self.config.chroma_url
+
+    def _exact_search(self, vec, k: int) -> list[tuple[str, float]]:
+        """Cosine over every chunk vector in nav.db's cache: the read-only path (no chroma), exact."""
+        import numpy as np
+        if self._matrix is None:
+            rows = self.conn.execute("SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
+                                     "ON e.content_hash = c.content_hash ORDER BY c.id").fetchall()
+            matrix = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 1), np.float32)
+            matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+            self._matrix = ([r[0] for r in rows], matrix)
+        ids, matrix = self._matrix
+        if not ids:
+            return []
+        query = np.asarray(vec, dtype=np.float32)
+        scores = matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(ids[i], float(scores[i])) for i in top]
+
     def vector_search_by_vector(self, vec, k: int) -> list[tuple[str, float]]:
         from navigator.index.vector_store import server_errors
+        if self._exact_only:
+            return self._exact_search(vec, min(k, self.chunk_count))
         collection = self._chroma()
         k = min(k, self.chunk_count)
         with server_errors(self.chroma_server if self.config.chroma_url else None, "searching"):
@@ -225,17 +258,41 @@ class NavIndex:
         if self._collection is None and self.config.chroma_url:
             self._collection = self._server_collection()
         if self._collection is None:
-            if store.get_meta(self.conn, "chroma_generation") != store.get_meta(self.conn, "generation"):
-                # A run was killed between committing and syncing chroma: repair it from nav.db now.
-                from navigator.index.vector_store import sync_chroma
-                sync_chroma(self.index_dir, self.conn)
+            from navigator.index.repair import chroma_missing
+            if (store.get_meta(self.conn, "chroma_generation") != store.get_meta(self.conn, "generation")
+                    or (self.chunk_count and chroma_missing(self.index_dir / store.CHROMA_DIR))):
+                # A run was killed between committing and syncing chroma, or the directory was deleted:
+                # repair it from nav.db now (no model needed).
+                self._repair_chroma()
             try:
                 from navigator.index.vector_store import open_collection
                 _, self._collection = open_collection(self.index_dir)
+                count = self._collection.count()
             except Exception as exc:  # chromadb raises assorted internal errors on a damaged directory
                 raise IndexCorruptError(f"the vector store under {self.index_dir / store.CHROMA_DIR} cannot be opened ({exc})",
                                         hint="run `nav index PATH`: it rebuilds the vector store from the index database") from exc
+            if count != self.chunk_count:
+                # Vectors lost (or left over) behind nav's back: compare every id with nav.db's chunks.
+                self._collection = None
+                self._repair_chroma()
+                from navigator.index.vector_store import open_collection
+                _, self._collection = open_collection(self.index_dir)
         return self._collection
+
+    def _repair_chroma(self) -> None:
+        from navigator.index.repair import is_read_only_error, read_only_error
+        from navigator.index.vector_store import sync_chroma
+        import sqlite3
+        try:
+            sync_chroma(self.index_dir, self.conn)
+        except sqlite3.DatabaseError as exc:   # nav.db itself, the source of the repair
+            from navigator.index.repair import database_error
+            raise database_error(exc, self.index_dir / store.DB_NAME) from exc
+        except Exception as exc:
+            if is_read_only_error(exc) or getattr(self, "read_only", False):
+                raise read_only_error(self.index_dir, exc) from exc
+            raise IndexCorruptError(f"the vector store under {self.index_dir / store.CHROMA_DIR} cannot be repaired ({exc})",
+                                    hint="run `nav index PATH`: it rebuilds the vector store from the index database") from exc
 
     def _server_collection(self):
         """The shared collection on the chroma server, synced first when it does not hold this index's

@@ -10,7 +10,9 @@ Layout of one export, <index_dir>/onnx/<model-slug>-<hash of identity>/:
                      output token-mean-pooled sentence embedding (not yet normalised)
     tokenizer.json   the exact fast tokenizer sentence-transformers uses (lower-casing applied if configured)
     export.json      what the query side needs to reproduce sentence-transformers: max_seq_length, input
-                     names, dimension, pooling; written last, so its presence marks a complete export
+                     names, dimension, pooling, model.onnx's size and sha256; written last, so its
+                     presence marks a complete export
+    verified.json    the (size, mtime) at which model.onnx last matched that sha256 (see export_problem)
 
 The directory is built under a temporary name and renamed into place, so a crash or a concurrent export
 never leaves a half-written model where a query would load it.
@@ -40,6 +42,7 @@ ONNX_SUBDIR = "onnx"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 SPEC_FILE = "export.json"
+VERIFIED_FILE = "verified.json"   # (size, mtime_ns) at which model.onnx last matched its recorded sha256
 # Bump when the graph or export.json changes meaning: older exports are then ignored and redone.
 EXPORT_FORMAT = 1
 # 17 is the first opset with a native LayerNormalization, which keeps the BERT graph small.
@@ -66,12 +69,56 @@ def onnx_dir_for(index_dir: Path, model_identity: str) -> Path:
 
 
 def is_exported(onnx_dir: Path) -> bool:
-    """True when `onnx_dir` holds a complete export of the current format."""
+    """True when `onnx_dir` holds a complete, undamaged export of the current format (see export_problem)."""
+    return _complete(onnx_dir) and export_problem(onnx_dir) is None
+
+
+def _complete(onnx_dir: Path) -> bool:
     try:
         spec = json.loads((Path(onnx_dir) / SPEC_FILE).read_text())
     except (OSError, ValueError):
         return False
     return spec.get("format") == EXPORT_FORMAT and all((Path(onnx_dir) / f).is_file() for f in (MODEL_FILE, TOKENIZER_FILE))
+
+
+def export_problem(onnx_dir: Path) -> str | None:
+    """Why a complete-looking export must not be loaded, or None (also None when there is no export at all).
+
+    export.json records model.onnx's size and sha256. The size is compared on every call; the hash (about
+    0.1 s for the default model) only when the file's (size, mtime) differ from the last verified ones, which
+    are kept in VERIFIED_FILE. A file overwritten in part keeps its size but gets a new mtime."""
+    onnx_dir = Path(onnx_dir)
+    if not _complete(onnx_dir):
+        return None
+    spec = json.loads((onnx_dir / SPEC_FILE).read_text())
+    want_size, want_hash = spec.get("model_bytes"), spec.get("model_sha256")
+    if want_size is None or want_hash is None:
+        return "the export records no checksum of model.onnx (made by an older nav)"
+    model = onnx_dir / MODEL_FILE
+    st = model.stat()
+    if st.st_size != want_size:
+        return f"model.onnx has {st.st_size} bytes, the export wrote {want_size}"
+    stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": want_hash}
+    try:
+        if json.loads((onnx_dir / VERIFIED_FILE).read_text()) == stamp:
+            return None
+    except (OSError, ValueError):
+        pass
+    if _sha256(model) != want_hash:
+        return "model.onnx does not match the checksum recorded at export"
+    try:
+        (onnx_dir / VERIFIED_FILE).write_text(json.dumps(stamp))
+    except OSError:
+        pass  # a read-only index: verified again next time
+    return None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------------- export
@@ -130,13 +177,58 @@ def export_onnx(model_name: str, out_dir: Path) -> Path:
     model_dir = _local_model_dir(model_name)
     layout = read_layout(model_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    remove_stale_staging(out_dir.parent)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}{STAGING_MARK}{os.getpid()}-", dir=out_dir.parent))
     try:
         _export_into(model_name, layout, staging)
         _publish(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out_dir
+
+
+STAGING_MARK = ".tmp-"
+# A staging folder named without its writer's pid (nav before it recorded one) counts as abandoned after this.
+UNOWNED_STAGING_SECONDS = 24 * 3600
+
+
+def remove_stale_staging(parent: Path) -> list[str]:
+    """Delete the staging folders of exports whose process is gone (killed mid-export): each is named
+    .<export>.tmp-<pid>-<random>; without a pid, when older than UNOWNED_STAGING_SECONDS. Returns their names."""
+    import time
+    removed: list[str] = []
+    try:
+        entries = list(Path(parent).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not (entry.name.startswith(".") and STAGING_MARK in entry.name and entry.is_dir()):
+            continue
+        owner = entry.name.rsplit(STAGING_MARK, 1)[1].split("-", 1)[0]
+        if owner.isdigit():
+            if _alive(int(owner)) and int(owner) != os.getpid():
+                continue
+            if int(owner) == os.getpid():
+                continue   # this process's own export in progress (another thread)
+        else:
+            try:
+                if time.time() - entry.stat().st_mtime < UNOWNED_STAGING_SECONDS:
+                    continue
+            except OSError:
+                continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _local_model_dir(model_name: str) -> Path:
@@ -209,6 +301,7 @@ def _export_into(model_name: str, layout: SentenceModelLayout, staging: Path) ->
         "max_seq_length": max_seq_length, "input_names": input_names, "dimension": int(expected.shape[1]),
         "pooling": "mean", "normalize": True, "opset": ONNX_OPSET, "torch": torch.__version__,
         "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "model_bytes": (staging / MODEL_FILE).stat().st_size, "model_sha256": _sha256(staging / MODEL_FILE),
     }
     (staging / SPEC_FILE).write_text(json.dumps(spec, indent=2) + "\n")
 
@@ -251,7 +344,7 @@ def _add_lowercase(backend) -> None:
 def _publish(staging: Path, out_dir: Path) -> None:
     """Rename the finished export into place; if another process got there first, keep theirs."""
     if out_dir.exists() and not is_exported(out_dir):
-        shutil.rmtree(out_dir)  # a stale or older-format export
+        shutil.rmtree(out_dir)  # a stale, older-format or damaged export
     try:
         os.rename(staging, out_dir)
     except OSError:
@@ -320,7 +413,7 @@ class OnnxQueryEncoder:
         try:
             self.session = onnxruntime.InferenceSession(str(self.onnx_dir / MODEL_FILE), options,
                                                         providers=["CPUExecutionProvider"])
-        except (RuntimeError, ValueError) as exc:  # onnxruntime's load failures (a truncated or foreign file)
+        except Exception as exc:  # onnxruntime's load failures (InvalidProtobuf, Fail, ...: a truncated or foreign file)
             raise ModelError(f"onnxruntime cannot load {self.onnx_dir / MODEL_FILE}: {exc}",
                              hint="delete that directory and run `nav index PATH` to export it again") from exc
         self.input_names: list[str] = list(self.spec["input_names"])
@@ -408,10 +501,15 @@ def ensure_onnx_export(index_dir: Path, config: Config, identity: str) -> list[s
     """Export the embedder once for the torch-free query path. A failure only costs query speed."""
     from navigator.core.errors import ModelError
     onnx_dir = onnx_dir_for(index_dir, identity)
+    notes = [f"removed {len(gone)} unfinished ONNX export folder(s) of an interrupted run"
+             for gone in [remove_stale_staging(onnx_dir.parent)] if gone]
     if is_exported(onnx_dir):
-        return []
+        return notes
+    damaged = export_problem(onnx_dir)
+    if damaged:
+        notes.append(f"the ONNX query model was damaged ({damaged}): exporting it again")
     try:
         export_onnx(config.embed_model, onnx_dir)
     except ModelError as exc:
-        return [f"no ONNX query model ({exc.message}); queries use sentence-transformers (slower start)"]
-    return [f"exported the embedder to ONNX for fast queries: {onnx_dir}"]
+        return notes + [f"no ONNX query model ({exc.message}); queries use sentence-transformers (slower start)"]
+    return notes + [f"exported the embedder to ONNX for fast queries: {onnx_dir}"]

@@ -30,6 +30,7 @@ class StatusReport:
             + (f": {', '.join(s['changed_examples'])}" if s["changed_examples"] else ""),
             f"  index dir  {s['index_dir']}",
         ]
+        lines.extend(f"  damaged    {p}" for p in s.get("problems") or [])
         if s.get("vector_store") == "server":
             lines.append(f"  vectors    chroma server {s['chroma_url']}, collection {s['chroma_collection']}")
         if s["state"] == "stale":
@@ -55,4 +56,44 @@ def status(path: str | Path | None, config: Config | None = None) -> StatusRepor
         index = NavIndex.open(root, config, check_embedder=False)
     except IndexMissingError:
         return StatusReport(str(root), missing_index_state(root, config.index_dir_for(root)), {})
-    return StatusReport(str(root), {**index.state(), **index.vector_store_state()}, index.manifest)
+    from navigator.index.repair import database_errors
+    problems = index_problems(index)
+    with database_errors(index.index_dir / "nav.db"):
+        state = {**index.state(), **index.vector_store_state()} if not _db_damaged(problems) else \
+            {**missing_index_state(root, index.index_dir), "chunk_count": index.chunk_count}
+    state["problems"] = problems
+    if problems:
+        state["state"] = "damaged"
+    return StatusReport(str(root), state, index.manifest)
+
+
+def _db_damaged(problems: list[str]) -> bool:
+    return any(p.startswith("the index database is damaged") for p in problems)
+
+
+def index_problems(index) -> list[str]:
+    """What `nav status` reports as damaged in an open NavIndex (each item says what to do)."""
+    from navigator.index import store
+    from navigator.index.repair import chroma_missing, quick_check
+    problems: list[str] = []
+    damage = quick_check(index.conn)
+    if damage is not None:
+        problems.append(f"the index database is damaged ({damage}): run `nav index {index.root} --rebuild`")
+        return problems
+    if index.chunk_count and not index.config.chroma_url and chroma_missing(index.index_dir / store.CHROMA_DIR):
+        problems.append(f"the vector store is missing: run `nav index {index.root}` to rebuild it from nav.db")
+    onnx = onnx_problem(index)
+    if onnx:
+        problems.append(onnx)
+    return problems
+
+
+def onnx_problem(index) -> str | None:
+    from navigator.index.onnx_query import export_problem, onnx_dir_for, onnx_enabled
+    if not onnx_enabled(index.config):
+        return None
+    identity = index.manifest.get("embedder", index.config.embed_model)
+    why = export_problem(onnx_dir_for(index.index_dir, identity))
+    if why is None:
+        return None
+    return f"the ONNX query model is damaged ({why}): run `nav index {index.root}` to export it again"

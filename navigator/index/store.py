@@ -87,8 +87,23 @@ def connect(index_dir: Path, *, create: bool) -> sqlite3.Connection:
                 f"the index at {index_dir} has schema version {row[0]}, this nav reads {SCHEMA_VERSION}",
                 hint="rebuild it: nav index PATH --rebuild")
     except sqlite3.DatabaseError as exc:
+        import os
+        if not create and not os.access(index_dir, os.W_OK):
+            return _connect_read_only(db_path, exc)
         raise IndexCorruptError(f"the index database {db_path} is unreadable ({exc})",
                                 hint="rebuild it: nav index PATH --rebuild (the index is derived data; nothing of yours is lost)") from exc
+    return conn
+
+
+def _connect_read_only(db_path: Path, first_error: sqlite3.DatabaseError) -> sqlite3.Connection:
+    """nav.db in a folder this process cannot write (read-only file system): opened read-only, without the
+    WAL files SQLite would otherwise create beside it. A database that fails even so is damaged."""
+    from navigator.index.repair import corrupt_database
+    try:
+        conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, isolation_level=None)
+        conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise corrupt_database(db_path, exc) from first_error
     return conn
 
 

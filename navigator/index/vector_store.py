@@ -209,7 +209,13 @@ def _forget_chroma_system(index_dir: Path) -> None:
     system = SharedSystemClient._identifier_to_system.pop(key, None)
     SharedSystemClient._identifier_to_refcount.pop(key, None)
     if system is not None:
-        system.stop()
+        try:
+            system.stop()
+        except Exception:
+            # A system whose start failed (a damaged chroma.sqlite3) is registered before it starts, and
+            # its stop then fails on the parts it never made ('RustBindingsAPI' object has no attribute
+            # 'bindings'): there is nothing left to stop.
+            pass
 
 
 def release_vector_store(index_dir: Path) -> None:
@@ -246,12 +252,14 @@ def _sync(index_dir: Path, conn: sqlite3.Connection, changes, server: ChromaServ
         in_step = in_step and server_in_step(conn, collection)
         have = None if in_step else _all_ids(collection)
     else:
+        from navigator.index.repair import chroma_missing
+        # Deleted by hand: applying only this run's changes would leave every other vector missing.
+        in_step = in_step and not chroma_missing(index_dir / store.CHROMA_DIR)
         try:
             client, collection = open_collection(index_dir)
             have = None if in_step else set(collection.get(include=[])["ids"])
         except Exception:  # a damaged chroma directory: it is derived data, rebuild it from nav.db
-            delete_vector_store(index_dir)
-            client, collection = open_collection(index_dir)
+            client, collection = _reopen_empty(index_dir)
             have, in_step = set(), False
 
     def upsert(page: list) -> None:
@@ -286,11 +294,27 @@ def _sync(index_dir: Path, conn: sqlite3.Connection, changes, server: ChromaServ
         stale = sorted(have - want)
     for i in range(0, len(stale), store.CHROMA_BATCH):
         collection.delete(ids=stale[i:i + store.CHROMA_BATCH])
+    if in_step and server is None and collection.count() != conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]:
+        # The changes applied, but the collection had lost (or gained) vectors before: compare every id.
+        _sync(index_dir, conn, None, server)
+        return
     if server is not None:
         fingerprint = chunk_set_fingerprint(conn)
         collection.modify(metadata={FINGERPRINT_KEY: fingerprint})
         store.set_meta(conn, "chroma_chunk_set", fingerprint)
     store.set_meta(conn, "chroma_generation", generation)
+
+
+def _reopen_empty(index_dir: Path):
+    """Delete a chroma directory that cannot be opened or read and open a new, empty one. chromadb may leave
+    a half-built client system in its per-process cache after such a failure: it is forgotten too."""
+    delete_vector_store(index_dir)
+    try:
+        return open_collection(index_dir)
+    except Exception:
+        # A second try on a clean cache: the failed open can poison chromadb's shared state once more.
+        delete_vector_store(index_dir)
+        return open_collection(index_dir)
 
 
 def _all_ids(collection) -> set[str]:

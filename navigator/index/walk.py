@@ -1,5 +1,6 @@
 """Which files of a tree get indexed: .gitignore rules (via pathspec), a default skip list, --skip,
-and per-file checks (symlinks, size, binary, readability). Every file passed over is counted by reason."""
+and per-file checks (symlinks, size, binary, readability, names that are not UTF-8, FIFOs / sockets /
+devices as "special"). Every file passed over is counted by reason."""
 from __future__ import annotations
 
 import hashlib
@@ -96,6 +97,10 @@ def walk_tree(root: Path, *, skip: list[str] | None = None, max_file_bytes: int,
             entries = []
         for entry in entries:
             rel = f"{dir_rel}/{entry.name}" if dir_rel else entry.name
+            if not _utf8_name(entry.name):
+                # A name that is not UTF-8 (x\xff.py) cannot be stored, shown or matched by nav: counted, not indexed.
+                result.skip("non_utf8_name", os.fsencode(rel).decode("utf-8", "replace"))
+                continue
             if entry.is_symlink():
                 # Symlinks are not followed: that rules out loops and files outside the tree.
                 result.skip("symlink", rel)
@@ -112,6 +117,7 @@ def walk_tree(root: Path, *, skip: list[str] | None = None, max_file_bytes: int,
                 visit(Path(entry.path), rel)
                 continue
             if not entry.is_file(follow_symlinks=False):
+                result.skip("special", rel)   # a FIFO, socket or device file: never read
                 continue
             if user_spec.match_file(rel):
                 result.skip("skip_rule", rel)
@@ -136,6 +142,14 @@ def walk_tree(root: Path, *, skip: list[str] | None = None, max_file_bytes: int,
 
     visit(root, "")
     return result
+
+
+def _utf8_name(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:   # os.scandir decodes undecodable bytes to lone surrogates
+        return False
+    return True
 
 
 @dataclass(frozen=True)
