@@ -3,25 +3,24 @@ navigator/index/stages/): walk -> chunk -> store -> postings (and graph) -> embe
 See navigator.index.store for the on-disk layout and crash safety."""
 from __future__ import annotations
 
-import fcntl
-import os
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from navigator.index import store
+from navigator.index import coverage, store
 from navigator.core.config import Config
-from navigator.core.errors import EmbedderMismatchError, IndexLockedError
+from navigator.core.errors import EmbedderMismatchError
 from navigator.index.embedder import release_freed_memory
+from navigator.index.lock import IndexLock  # noqa: F401  (re-exported: tests and callers import it here)
 from navigator.index.onnx_query import ensure_onnx_export, onnx_enabled
 from navigator.index.stages.chunk import chunk
-from navigator.index.stages.embed import EMBED_COMMIT_EVERY, Progress, cached_hashes, embed, prune_cache  # noqa: F401
+from navigator.index.stages.embed import EMBED_COMMIT_EVERY, Progress, embed, prune_cache, unembedded_texts  # noqa: F401
 from navigator.index.stages.postings import write_postings
 from navigator.index.stages.run import IndexRun
 from navigator.index.stages.store import commit_lexical
-from navigator.index.stages.vectors import sync_vectors
+from navigator.index.stages.vectors import VectorSync, sync_multilingual
 from navigator.index.stages.walk import walk
 from navigator.index.vector_store import chroma_server, delete_vector_store
 
@@ -36,6 +35,7 @@ class IndexSummary:
     chunks: int = 0
     chunks_reused: int = 0          # chunk texts whose embedding came from the cache
     chunks_embedded: int = 0        # chunk texts embedded this run
+    chunks_not_embedded: int = 0    # chunks the embed rule leaves to the lexical heads (navigator.index.embed_rule)
     skipped: dict[str, int] = field(default_factory=dict)
     parse_error_files: int = 0
     decode_error_files: int = 0
@@ -62,32 +62,6 @@ class IndexSummary:
         return "\n".join(lines)
 
 
-class IndexLock:
-    """An exclusive flock on <index_dir>/lock. The kernel drops it when the holder dies, even by kill -9."""
-
-    def __init__(self, index_dir: Path):
-        self.path = index_dir / "lock"
-        self.fd: int | None = None
-
-    def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(self.fd, 64, 0).decode(errors="replace").strip() or "?"
-            os.close(self.fd)
-            raise IndexLockedError(f"another `nav index` (pid {holder}) is writing {self.path.parent}",
-                                   hint="wait for it to finish; searches keep working on the previous index meanwhile")
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, str(os.getpid()).encode(), 0)
-        return self
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
-
-
 def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = None, rebuild: bool = False,
                 progress_stream=None, embed_fn: Callable | None = None) -> IndexSummary:
     """Bring the index of `repo_root` up to date. Only new or changed files are re-chunked and only chunk
@@ -99,19 +73,23 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         if rebuild:
             _clear_index_dir(index_dir)
         run = _open_run(repo_root, index_dir, config, summary, progress_stream, embed_fn)
+        previous_vectors = coverage.read(run.conn)
         walked = walk(run, skip)
         changes = chunk(run, walked)
-        todo = _unembedded_texts(run, changes)
-        summary.chunks_embedded = embed(run, todo)
-        store.set_meta(run.conn, "embedder", run.embedder.identity)
+        # Lexical first: files, chunks, graph and manifest are committed before the model is even loaded.
         committed = commit_lexical(run, changes)
         prune_cache(run.conn, committed.chunk_count)
         summary.notes.extend(write_postings(run, changes, committed))
         release_freed_memory()
-        summary.notes.extend(sync_vectors(run, committed))
+        vectors = VectorSync(run, committed)
+        vectors.start(previous_vectors)
+        summary.chunks_embedded = embed(run, unembedded_texts(run), on_group=vectors.add)
+        record = vectors.finish()
+        summary.notes.extend(sync_multilingual(run))
         run.conn.close()
         if committed.chunk_count and onnx_enabled(config):
             summary.notes.extend(ensure_onnx_export(index_dir, config, run.embedder.identity))
+        summary.chunks_not_embedded = record["excluded"]
 
     summary.files_indexed = committed.files_indexed
     summary.files_changed = len(changes.new_files)
@@ -140,16 +118,6 @@ def _open_run(repo_root: Path, index_dir: Path, config: Config, summary, progres
     return IndexRun(repo_root=repo_root, index_dir=index_dir, config=config, conn=conn, embedder=embedder,
                     server=server, summary=summary, manifest=store.get_meta(conn, "manifest") or {},
                     progress_stream=progress_stream, embed_fn=embed_fn)
-
-
-def _unembedded_texts(run: IndexRun, changes) -> list[tuple[str, str]]:
-    """(content hash, text) of each distinct new chunk text that has no cached vector."""
-    needed: dict[str, str] = {}
-    for chunks in changes.new_chunks.values():
-        for c in chunks:
-            needed.setdefault(c.content_hash, c.embed_text)
-    cached = cached_hashes(run.conn, list(needed))
-    return [(h, t) for h, t in needed.items() if h not in cached]
 
 
 def _clear_index_dir(index_dir: Path) -> None:

@@ -11,7 +11,7 @@ from navigator.index import store
 from navigator.index.embedder import limit_kernel_cache, release_freed_memory
 from navigator.index.onnx_query import (ONNX_SMALL_BATCH, embed_with_onnx_while_importing_chromadb,
                                         ensure_onnx_export, onnx_enabled)
-from navigator.index.stages.run import IndexRun
+from navigator.index.stages.run import IndexRun, crash_point
 
 # Embeddings are committed to the cache every this many chunks, bounding the work a kill -9 can waste.
 EMBED_COMMIT_EVERY = 256
@@ -46,6 +46,22 @@ class Progress:
 
 def cached_hashes(conn, hashes: list[str]) -> set[str]:
     return {r[0] for r in store.select_where_in(conn, "SELECT content_hash FROM embeddings", "content_hash", hashes)}
+
+
+def unembedded_texts(run: IndexRun) -> list[tuple[str, str]]:
+    """(content hash, text) of each distinct text of nav.db's chunks with no cached vector, the embed rule's
+    exclusions left out. Read from nav.db, not from this run's changes: a run killed while embedding left
+    committed chunks without vectors, and the next run (with nothing new to chunk) embeds them."""
+    from navigator.index.embed_rule import embed_all, embed_excluded
+    keep_all = embed_all(run.config)
+    needed: dict[str, str] = {}
+    rows = run.conn.execute(f"SELECT {store.CHUNK_COLUMNS}, c.content_hash FROM chunks c "
+                            "LEFT JOIN embeddings e ON e.content_hash = c.content_hash WHERE e.content_hash IS NULL")
+    for row in rows:
+        if row[-1] in needed or (not keep_all and embed_excluded(row[1])):
+            continue
+        needed[row[-1]] = store.chunk_from_row(row[:-1]).embed_text
+    return list(needed.items())
 
 
 def embed(run: IndexRun, todo: list[tuple[str, str]], on_group: Callable | None = None) -> int:
@@ -94,6 +110,7 @@ def _embed_into_cache(run: IndexRun, todo: list[tuple[str, str]], embed_fn, on_g
         conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?)",
                          [(h, embedder.identity, v.tobytes()) for (h, _), v in zip(group, vectors)])
         conn.execute("COMMIT")
+        crash_point("embedding-committed")
         if on_group is not None:
             on_group([h for h, _ in group])
     progress.close()

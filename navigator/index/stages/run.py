@@ -24,3 +24,12 @@ class IndexRun:
     embed_fn: Callable | None = None
     skip_rules: list[str] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
+
+
+def crash_point(name: str) -> None:
+    """Die here by SIGKILL when NAV_TEST_KILL_AT names this point: the crash-safety tests kill a run at an
+    exact stage boundary instead of racing a poll loop against it."""
+    import os
+    if os.environ.get("NAV_TEST_KILL_AT") == name:
+        import signal
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,5 +1,7 @@
 """Stage 3, store: one transaction swaps this run's files and chunks into nav.db, together with the symbol
-graph of the changed files and the new manifest. A kill before its COMMIT changes nothing on disk."""
+graph of the changed files, the new manifest and the vector coverage record (navigator.index.coverage).
+It runs before any embedding, so the lexical index is usable within seconds of a first `nav index`;
+a kill before its COMMIT changes nothing on disk."""
 from __future__ import annotations
 
 import json
@@ -7,10 +9,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from navigator.index import store
+from navigator.index import coverage, store
+from navigator.index.embed_rule import embed_all
 from navigator.index.graph import update_graph
 from navigator.index.stages.chunk import Changes
-from navigator.index.stages.run import IndexRun
+from navigator.index.stages.run import IndexRun, crash_point
 
 
 @dataclass
@@ -32,6 +35,7 @@ def commit_lexical(run: IndexRun, ch: Changes) -> Committed:
         _retokenize_kept_chunks(conn, ch)
     update_graph(conn, ch.new_chunks, ch.deleted)
     committed = _write_manifest(run, ch)
+    crash_point("lexical-commit")
     conn.execute("COMMIT")
     added_ids = {c.id for chunks in ch.new_chunks.values() for c in chunks}
     committed.removed_ids, committed.added_ids = replaced_ids - added_ids, added_ids - replaced_ids
@@ -90,4 +94,7 @@ def _write_manifest(run: IndexRun, ch: Changes) -> Committed:
     }
     store.set_meta(conn, "manifest", manifest)
     store.set_meta(conn, "generation", generation)
+    store.set_meta(conn, "embedder", run.embedder.identity)
+    # Committed with the chunks: from this commit on, readers see how much of the vector head exists.
+    coverage.write(conn, coverage.measure(conn, generation, synced=False, embed_all=embed_all(run.config)))
     return Committed(generation, counts, files_indexed, manifest)
