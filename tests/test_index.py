@@ -127,7 +127,7 @@ def test_deleted_file_disappears(tmp_path, nav_env):
     index = NavIndex.open(root)
     hits = index.vector_search("compute_3 scale a value for feature 3", 50)
     assert hits and all(index.chunk_by_id(cid).path != "pkg/mod3.py" for cid, _ in hits)
-    assert len(index._chroma().get(include=[])["ids"]) == index.chunk_count
+    assert len(index._chroma().get(include=[])["ids"]) == index.vector_count == index.chunk_count - 1   # data/table.csv: lexical only
 
 
 def test_status_reports_stale_files(tmp_path, nav_env):
@@ -176,7 +176,7 @@ def test_kill_minus_9_while_embedding_then_rerun_equals_clean_build(tmp_path, na
     # the record counts what chroma was given: the group that only reached the cache is not counted yet
     assert (state["vectors_embedded"] > 0) == (kill_at == "embedded-group")
     assert "interrupted: run nav index to finish" in state["vector_note"]
-    assert index.chunk_count == state["vectors_wanted"] > 0
+    assert index.chunk_count - state["vectors_excluded"] == state["vectors_wanted"] > 0
     from navigator.context.search import search
     lexical = search(root, "compute a scaled value", 5, "bm25")
     assert lexical.results and "vector head partial" in lexical.render()
@@ -191,7 +191,7 @@ def test_kill_minus_9_while_embedding_then_rerun_equals_clean_build(tmp_path, na
     resumed = _snapshot(root)
     index = NavIndex.open(root)
     assert index.state()["vectors"] == "complete" and index.state()["vector_note"] is None
-    assert _chroma_ids(root) == set(resumed) == {c.id for c in index.chunks()}
+    assert _chroma_ids(root) == set(resumed) == {c.id for c in index.chunks() if c.path != "data/table.csv"}
 
     config_env = os.environ.copy()
     config_env["NAV_INDEX_DIR"] = str(tmp_path / "clean-index")
@@ -218,7 +218,7 @@ def test_kill_minus_9_right_after_the_lexical_commit_reruns_to_a_full_index(tmp_
     assert index.vector_record["synced"] is False
     summary, spy = build(root)
     assert summary.files_changed == 0 and NavIndex.open(root).state()["vectors"] == "complete"
-    assert _chroma_ids(root) == {c.id for c in NavIndex.open(root).chunks()}
+    assert _chroma_ids(root) == {c.id for c in NavIndex.open(root).chunks() if c.path != "data/table.csv"}
 
 
 def test_kill_before_the_lexical_commit_keeps_previous_index_usable(tmp_path, nav_env):
@@ -337,7 +337,7 @@ def test_damaged_vector_store_is_rebuilt_from_database(tmp_path, nav_env):
     conn.commit()
     conn.close()
     index = NavIndex.open(root)
-    assert len(index.vector_search("worker", 100)) == index.chunk_count
+    assert len(index.vector_search("worker", 100)) == index.vector_count
 
 
 def test_index_built_with_another_embedder(tmp_path, nav_env, monkeypatch):
@@ -409,6 +409,29 @@ def test_rebuild_and_query_three_times_in_one_process(tmp_path, nav_env):
         summary, _ = build(root, rebuild=True)
         index = NavIndex.open(root)
         hits = index.vector_search("worker runs jobs", 100)
-        assert len(hits) == index.chunk_count == summary.chunks
+        assert len(hits) == index.vector_count == summary.chunks - summary.chunks_not_embedded
         assert any(cid for cid, _ in hits if f"extra_{round_}" in index.chunk_by_id(cid).text)
 
+
+
+def test_data_files_stay_lexical_unless_embed_all(tmp_path, nav_env, monkeypatch):
+    from navigator.context.search import search
+    from navigator.index.embed_rule import category
+    from navigator.index.status import status
+    assert category("data/table.csv") == "data" and category("pkg/api_pb2.py") == "generated"
+    assert category("src/_vendor/six.py") == "vendored" and category("src/click/core.py") is None
+    root = make_repo(tmp_path / "repo", modules=1)
+    write(root, "conf/settings.yaml", "retry_limit: 5\nbackoff_seconds: 3\n")
+    summary, spy = build(root)
+    assert summary.chunks_not_embedded == 2 and "NAV_EMBED_ALL=1" in summary.render()
+    assert not any("retry_limit" in t for t in spy.texts)
+    index = NavIndex.open(root)
+    state = index.state()
+    assert state["vectors"] == "complete" and state["vectors_excluded"] == 2
+    assert "2 chunks not embedded" in status(root).render()
+    hits = search(root, "retry_limit backoff_seconds", 3, "bm25").results
+    assert hits and hits[0].chunk.path == "conf/settings.yaml"    # still found lexically
+    monkeypatch.setenv("NAV_EMBED_ALL", "1")
+    summary, spy = build(root)
+    assert summary.chunks_embedded == 2 and any("retry_limit" in t for t in spy.texts)
+    assert NavIndex.open(root).vector_count == NavIndex.open(root).chunk_count

@@ -13,6 +13,7 @@ from navigator.index import coverage, store
 from navigator.core.config import Config
 from navigator.core.errors import EmbedderMismatchError
 from navigator.index.embedder import release_freed_memory
+from navigator.index.embed_rule import embed_all, embed_excluded
 from navigator.index.lock import IndexLock  # noqa: F401  (re-exported: tests and callers import it here)
 from navigator.index.onnx_query import ensure_onnx_export, onnx_enabled
 from navigator.index.stages.chunk import chunk
@@ -58,6 +59,9 @@ class IndexSummary:
             lines.append(f"  warnings {self.parse_error_files} files with syntax errors (chunked anyway), "
                          f"{self.decode_error_files} files with invalid UTF-8 (bad bytes replaced)")
         lines.append(f"  index    {self.index_dir}  ({self.seconds:.1f}s)")
+        if self.chunks_not_embedded:
+            lines.append(f"  note     {self.chunks_not_embedded} chunks not embedded: data/notebook/generated/vendored "
+                         "files (searchable lexically; NAV_EMBED_ALL=1 to embed them)")
         lines.extend(f"  note     {n}" for n in self.notes)
         return "\n".join(lines)
 
@@ -95,7 +99,8 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
     summary.files_changed = len(changes.new_files)
     summary.files_deleted = len(changes.deleted)
     summary.chunks = committed.chunk_count
-    summary.chunks_reused = max(0, changes.chunk_count - summary.chunks_embedded)
+    embeddable = sum(len(v) for p, v in changes.new_chunks.items() if embed_all(config) or not embed_excluded(p))
+    summary.chunks_reused = max(0, embeddable - summary.chunks_embedded)
     summary.skipped = dict(run.skipped)
     summary.parse_error_files = committed.manifest["parse_error_files"]
     summary.decode_error_files = committed.manifest["decode_error_files"]

@@ -284,23 +284,34 @@ class NavIndex:
         unsynced = record is not None and not record.get("synced", True)
         if not (behind or unsynced) or building_pid(self.index_dir) is not None:
             return
-        from navigator.index.embed_rule import embed_all
         from navigator.index.vector_store import sync_chroma
         sync_chroma(self.index_dir, self.conn)
-        if record is not None:
-            coverage.write(self.conn, coverage.measure(self.conn, self.generation, synced=True,
-                                                       embed_all=embed_all(self.config)))
+        self._record_synced(record)
 
     def _server_collection(self):
         """The shared collection on the chroma server, synced first when it does not hold this index's
-        chunks: a run that lost the server mid-sync, or another machine that synced another tree."""
+        chunks: a run that lost the server mid-sync, or another machine that synced another tree (unless a
+        build is running: it is the one writer)."""
+        from navigator.index import coverage
+        from navigator.index.lock import building_pid
         from navigator.index.vector_store import open_collection, server_in_step, sync_chroma
         server = self.chroma_server
         _, collection = open_collection(self.index_dir, server)
         synced = store.get_meta(self.conn, "chroma_generation") == store.get_meta(self.conn, "generation")
-        if not (synced and server_in_step(self.conn, collection)):
+        record = coverage.read(self.conn)
+        unsynced = record is not None and not record.get("synced", True)
+        if not (synced and not unsynced and server_in_step(self.conn, collection)) \
+                and building_pid(self.index_dir) is None:
             sync_chroma(self.index_dir, self.conn, server=server)
+            self._record_synced(record)
         return collection
+
+    def _record_synced(self, record: dict | None) -> None:
+        from navigator.index import coverage
+        from navigator.index.embed_rule import embed_all
+        if record is not None:
+            coverage.write(self.conn, coverage.measure(self.conn, self.generation, synced=True,
+                                                       embed_all=embed_all(self.config)))
 
     # ---- freshness
     def freshness(self) -> Freshness:
