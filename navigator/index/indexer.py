@@ -1,6 +1,6 @@
 """`nav index`: bring a repository's index up to date, as its stages in order (one module each under
 navigator/index/stages/): walk -> chunk -> store -> postings (and graph) -> embed -> vector sync.
-See navigator.index.store for the on-disk layout and crash safety."""
+See navigator.index.store for the on-disk layout, navigator.index.stages for crash safety."""
 from __future__ import annotations
 
 import shutil

@@ -8,4 +8,11 @@
     embed.py    embed the chunk texts that have no cached vector, committing every batch
     vectors.py  bring the chroma collection in line with nav.db
 
+Crash safety (this supersedes the order described in navigator.index.store's docstring: embedding now
+comes after the swap): a kill before the store stage's COMMIT leaves the previous index whole; a kill
+after it leaves the new lexical index, searchable, with a partial vector head that the coverage record
+(navigator.index.coverage, nav.db meta "vectors") reports; the next run embeds only the texts without a
+cached vector and compares every chroma id when the killed run had not finished its vector stage.
+NAV_TEST_KILL_AT (stages.run.crash_point) kills a run at a named point, for the tests.
+
 The per-run facts every stage reads (config, connection, embedder, summary) travel in one IndexRun."""
