@@ -127,7 +127,7 @@ def test_deleted_file_disappears(tmp_path, nav_env):
     index = NavIndex.open(root)
     hits = index.vector_search("compute_3 scale a value for feature 3", 50)
     assert hits and all(index.chunk_by_id(cid).path != "pkg/mod3.py" for cid, _ in hits)
-    assert len(index._chroma().get(include=[])["ids"]) == index.chunk_count
+    assert len(index._chroma().get(include=[])["ids"]) == index.vector_count == index.chunk_count - 1   # data/table.csv: lexical only
 
 
 def test_status_reports_stale_files(tmp_path, nav_env):
@@ -155,32 +155,43 @@ def _snapshot(root: Path):
     return {cid: (h, np.frombuffer(v, dtype=np.float32)) for cid, h, v in chunks}
 
 
-def test_kill_minus_9_midway_then_rerun_equals_clean_build(tmp_path, nav_env):
-    kill_after_commits = 1
-    root = make_repo(tmp_path / "repo", modules=150)   # ~1,000 chunks: several embedding commits
-    proc = subprocess.Popen(_index_cmd(root), env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    db = root / ".nav" / "nav.db"
-    deadline = time.monotonic() + 120
-    killed_midway = False
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            n = sqlite3.connect(db, timeout=0.1).execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
-        except sqlite3.Error:
-            n = 0
-        if n >= 256 * kill_after_commits:
-            proc.send_signal(signal.SIGKILL)
-            killed_midway = True
-            break
-        time.sleep(0.005)
-    proc.wait()
-    assert killed_midway, "the index run finished before it could be killed; enlarge the repository"
-    # the killed run left no half index behind: either nothing or the previous state (here: none)
-    with pytest.raises(IndexMissingError):
-        NavIndex.open(root)
+def _chroma_ids(root: Path) -> set[str]:
+    index = NavIndex.open(root)
+    return set(index._chroma().get(include=[])["ids"])
+
+
+@pytest.mark.parametrize("kill_at", ["embedded-group", "embedding-committed"])
+def test_kill_minus_9_while_embedding_then_rerun_equals_clean_build(tmp_path, nav_env, kill_at):
+    """Lexical first: a run killed while embedding leaves a searchable index whose vector head is partial
+    (and says so); a plain rerun finishes the embedding and ends equal to a clean build. Killed right after
+    a group reached the cache but before chroma got it ("embedding-committed"), the rerun must notice the
+    vectors chroma lacks."""
+    root = make_repo(tmp_path / "repo", modules=150)   # ~1,000 chunks: several embedding groups
+    env = {**os.environ, "NAV_TEST_KILL_AT": kill_at}
+    out = subprocess.run(_index_cmd(root), env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == -signal.SIGKILL, out.stderr
+    index = NavIndex.open(root)
+    state = index.state()
+    assert state["vectors"] == "partial" and state["vectors_embedded"] < state["vectors_wanted"]
+    # the record counts what chroma was given: the group that only reached the cache is not counted yet
+    assert (state["vectors_embedded"] > 0) == (kill_at == "embedded-group")
+    assert "interrupted: run nav index to finish" in state["vector_note"]
+    assert index.chunk_count - state["vectors_excluded"] == state["vectors_wanted"] > 0
+    from navigator.context.search import search
+    lexical = search(root, "compute a scaled value", 5, "bm25")
+    assert lexical.results and "vector head partial" in lexical.render()
+    hybrid = search(root, "compute a scaled value", 5, "hybrid")
+    assert hybrid.results
+    # the reader repaired chroma to what the cache holds, never more than nav.db's chunks
+    assert _chroma_ids(root) <= {c.id for c in NavIndex.open(root).chunks()}
+
     out = subprocess.run(_index_cmd(root), env=os.environ.copy(), capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "reused" in out.stdout
     resumed = _snapshot(root)
+    index = NavIndex.open(root)
+    assert index.state()["vectors"] == "complete" and index.state()["vector_note"] is None
+    assert _chroma_ids(root) == set(resumed) == {c.id for c in index.chunks() if c.path != "data/table.csv"}
 
     config_env = os.environ.copy()
     config_env["NAV_INDEX_DIR"] = str(tmp_path / "clean-index")
@@ -194,24 +205,82 @@ def test_kill_minus_9_midway_then_rerun_equals_clean_build(tmp_path, nav_env):
         np.testing.assert_allclose(resumed[cid][1], clean[cid][1], atol=1e-5)
 
 
-def test_kill_during_update_keeps_previous_index_usable(tmp_path, nav_env):
+def test_kill_minus_9_right_after_the_lexical_commit_reruns_to_a_full_index(tmp_path, nav_env):
+    root = make_repo(tmp_path / "repo", modules=3)
+    build(root)
+    for n in range(3, 40):
+        write(root, f"pkg/more{n}.py", f"def extra_{n}(x):\n    return x + {n}\n\nLIMIT_{n} = {n}\n")
+    # committed its lexical stage and one embedding group, then killed before chroma got that group
+    env = {**os.environ, "NAV_TEST_KILL_AT": "embedding-committed"}
+    subprocess.run(_index_cmd(root), env=env, capture_output=True, timeout=300)
+    index = NavIndex.open(root)
+    assert any(c.path == "pkg/more7.py" for c in index.chunks())
+    assert index.vector_record["synced"] is False
+    summary, spy = build(root)
+    assert summary.files_changed == 0 and NavIndex.open(root).state()["vectors"] == "complete"
+    assert _chroma_ids(root) == {c.id for c in NavIndex.open(root).chunks() if c.path != "data/table.csv"}
+
+
+def test_kill_before_the_lexical_commit_keeps_previous_index_usable(tmp_path, nav_env):
     root = make_repo(tmp_path / "repo", modules=3)
     build(root)
     before = set(r[0] for r in db_rows(root, "SELECT id FROM chunks"))
     for n in range(3, 120):
         write(root, f"pkg/more{n}.py", f"def extra_{n}(x):\n    return x + {n}\n\nLIMIT_{n} = {n}\n")
-    proc = subprocess.Popen(_index_cmd(root), env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        n = sqlite3.connect(root / ".nav" / "nav.db", timeout=0.1).execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
-        if n > len(before):
-            proc.send_signal(signal.SIGKILL)
-            break
-        time.sleep(0.005)
-    proc.wait()
+    env = {**os.environ, "NAV_TEST_KILL_AT": "lexical-commit"}
+    out = subprocess.run(_index_cmd(root), env=env, capture_output=True, timeout=300)
+    assert out.returncode == -signal.SIGKILL
     index = NavIndex.open(root)
     assert {c.id for c in index.chunks()} == before   # the previous index, whole
+    assert index.state()["vectors"] == "complete"
     assert index.vector_search("compute a scaled value", 3)
+
+
+def test_first_build_killed_before_its_lexical_commit_leaves_no_index(tmp_path, nav_env):
+    root = make_repo(tmp_path / "repo", modules=3)
+    env = {**os.environ, "NAV_TEST_KILL_AT": "lexical-commit"}
+    subprocess.run(_index_cmd(root), env=env, capture_output=True, timeout=300)
+    with pytest.raises(IndexMissingError, match="never completed"):
+        NavIndex.open(root)
+
+
+def test_search_during_the_first_build_says_it_is_being_built(tmp_path, nav_env):
+    from navigator.index import store
+    from navigator.index.status import status
+    root = make_repo(tmp_path / "repo", modules=1).resolve()
+    index_dir = Config.from_env().index_dir_for(root)
+    with IndexLock(index_dir):                        # a build that has not committed anything yet
+        with pytest.raises(IndexMissingError, match="is being built"):
+            NavIndex.open(root)
+        store.connect(index_dir, create=True).close()   # nav.db created, no manifest yet
+        with pytest.raises(IndexMissingError, match="is being built"):
+            NavIndex.open(root)
+        assert "is being built" in status(root).render()
+    with pytest.raises(IndexMissingError, match="never completed"):   # the lock is free: no build runs
+        NavIndex.open(root)
+
+
+def test_partial_vector_head_while_a_build_runs(tmp_path, nav_env):
+    """A reader that opens the index while the writer still embeds: it says so, searches what is embedded,
+    and leaves chroma to the writer."""
+    from navigator.index import coverage, store
+    from navigator.index.status import status
+    root = make_repo(tmp_path / "repo", modules=3)
+    build(root)
+    c = store.connect(root / ".nav", create=False)
+    c.execute("DELETE FROM embeddings WHERE rowid IN (SELECT rowid FROM embeddings LIMIT 5)")
+    coverage.write(c, coverage.measure(c, store.get_meta(c, "generation"), synced=False))
+    c.close()
+    with IndexLock(Config.from_env().index_dir_for(root.resolve())):
+        index = NavIndex.open(root)
+        state = index.state()
+        assert state["vectors"] == "partial" and state["building"] is True
+        assert "is still embedding" in state["vector_note"]
+        assert "vector head partial" in status(root).render()
+        assert index.vector_search("compute a scaled value", 3)
+    summary, spy = build(root)
+    assert summary.chunks_embedded == len(spy.texts) > 0
+    assert NavIndex.open(root).state()["vectors"] == "complete"
 
 
 def test_second_concurrent_run_is_refused(tmp_path, nav_env):
@@ -268,7 +337,7 @@ def test_damaged_vector_store_is_rebuilt_from_database(tmp_path, nav_env):
     conn.commit()
     conn.close()
     index = NavIndex.open(root)
-    assert len(index.vector_search("worker", 100)) == index.chunk_count
+    assert len(index.vector_search("worker", 100)) == index.vector_count
 
 
 def test_index_built_with_another_embedder(tmp_path, nav_env, monkeypatch):
@@ -340,6 +409,29 @@ def test_rebuild_and_query_three_times_in_one_process(tmp_path, nav_env):
         summary, _ = build(root, rebuild=True)
         index = NavIndex.open(root)
         hits = index.vector_search("worker runs jobs", 100)
-        assert len(hits) == index.chunk_count == summary.chunks
+        assert len(hits) == index.vector_count == summary.chunks - summary.chunks_not_embedded
         assert any(cid for cid, _ in hits if f"extra_{round_}" in index.chunk_by_id(cid).text)
 
+
+
+def test_data_files_stay_lexical_unless_embed_all(tmp_path, nav_env, monkeypatch):
+    from navigator.context.search import search
+    from navigator.index.embed_rule import category
+    from navigator.index.status import status
+    assert category("data/table.csv") == "data" and category("pkg/api_pb2.py") == "generated"
+    assert category("src/_vendor/six.py") == "vendored" and category("src/click/core.py") is None
+    root = make_repo(tmp_path / "repo", modules=1)
+    write(root, "conf/settings.yaml", "retry_limit: 5\nbackoff_seconds: 3\n")
+    summary, spy = build(root)
+    assert summary.chunks_not_embedded == 2 and "NAV_EMBED_ALL=1" in summary.render()
+    assert not any("retry_limit" in t for t in spy.texts)
+    index = NavIndex.open(root)
+    state = index.state()
+    assert state["vectors"] == "complete" and state["vectors_excluded"] == 2
+    assert "2 chunks not embedded" in status(root).render()
+    hits = search(root, "retry_limit backoff_seconds", 3, "bm25").results
+    assert hits and hits[0].chunk.path == "conf/settings.yaml"    # still found lexically
+    monkeypatch.setenv("NAV_EMBED_ALL", "1")
+    summary, spy = build(root)
+    assert summary.chunks_embedded == 2 and any("retry_limit" in t for t in spy.texts)
+    assert NavIndex.open(root).vector_count == NavIndex.open(root).chunk_count

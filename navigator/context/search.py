@@ -63,6 +63,8 @@ class SearchResponse:
                        f"({', '.join(st['changed_examples'][:3])}...); run `nav index` to refresh")
         if st["state"] == "empty":
             out.append("the index is empty (no files were indexed): nothing was searched")
+        if st.get("vector_note"):
+            out.append(f"note: {st['vector_note']}")
         for note in self.notes:
             out.append(f"note: {note}")
         if not self.results and st["state"] != "empty":

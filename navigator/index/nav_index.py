@@ -39,9 +39,14 @@ class NavIndex:
         self.root = root
         self.index_dir = index_dir
         self.config = config
-        self.conn = store.connect(index_dir, create=False)
+        try:
+            self.conn = store.connect(index_dir, create=False)
+        except IndexMissingError:
+            _raise_if_building(root, index_dir)
+            raise
         self.manifest: dict = store.get_meta(self.conn, "manifest") or {}
         if not self.manifest:
+            _raise_if_building(root, index_dir)
             raise IndexMissingError(f"the index at {index_dir} was never completed",
                                     hint=f"run `nav index {root}`")
         self._chunks: list[CodeChunk] | None = None
@@ -196,8 +201,9 @@ class NavIndex:
         return encoder.encode(text[:QUERY_CHAR_LIMIT])
 
     def vector_search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """(chunk id, cosine similarity), best first, through the chroma collection."""
-        if self.chunk_count == 0 or k <= 0:
+        """(chunk id, cosine similarity), best first, through the chroma collection; over the chunks
+        embedded so far while the vector head is partial (none: no model is loaded)."""
+        if self.vector_count == 0 or k <= 0:
             return []
         if self._collection is None and self._query_encoder is None and not self._exact_only:
             vec = self._embed_query_while_opening_chroma(query)
@@ -242,10 +248,44 @@ class NavIndex:
         if self._exact_only:
             return self._exact_search(vec, min(k, self.chunk_count))
         collection = self._chroma()
-        k = min(k, self.chunk_count)
+        k = min(k, self.vector_count)
+        if k <= 0:
+            return []
         with server_errors(self.chroma_server if self.config.chroma_url else None, "searching"):
             res = collection.query(query_embeddings=[vec.tolist()], n_results=k, include=["distances"])
-        return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
+        hits = [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
+        if self.vectors_partial:
+            # While a build runs, chroma may still hold a removed chunk's vector for a moment: keep the
+            # ids nav.db (the source of truth) holds.
+            known = self.chunks_by_ids([cid for cid, _ in hits])
+            hits = [(cid, s) for cid, s in hits if cid in known]
+        return hits
+
+    # ---- vector coverage (navigator.index.coverage)
+    @property
+    def vector_record(self) -> dict | None:
+        from navigator.index import coverage
+        return coverage.read(self.conn)
+
+    @property
+    def vector_count(self) -> int:
+        """Chunks with a vector in the store (all of them, unless the vector head is partial)."""
+        record = self.vector_record
+        if record is None or record.get("generation") != self.generation:
+            return self.chunk_count
+        return min(self.chunk_count, record["embedded"])
+
+    @property
+    def vectors_partial(self) -> bool:
+        from navigator.index import coverage
+        return not coverage.is_complete(self.vector_record)
+
+    def vector_state(self) -> dict:
+        """How far along the vector head is, with the sentence shown when it is partial."""
+        from navigator.index import coverage
+        from navigator.index.lock import building_pid
+        record = self.vector_record
+        return coverage.summary(record, building_pid(self.index_dir) if not coverage.is_complete(record) else None)
 
     @functools.cached_property
     def chroma_server(self):
@@ -258,12 +298,7 @@ class NavIndex:
         if self._collection is None and self.config.chroma_url:
             self._collection = self._server_collection()
         if self._collection is None:
-            from navigator.index.repair import chroma_missing
-            if (store.get_meta(self.conn, "chroma_generation") != store.get_meta(self.conn, "generation")
-                    or (self.chunk_count and chroma_missing(self.index_dir / store.CHROMA_DIR))):
-                # A run was killed between committing and syncing chroma, or the directory was deleted:
-                # repair it from nav.db now (no model needed).
-                self._repair_chroma()
+            self._repair_chroma_if_behind()
             try:
                 from navigator.index.vector_store import open_collection
                 _, self._collection = open_collection(self.index_dir)
@@ -271,7 +306,8 @@ class NavIndex:
             except Exception as exc:  # chromadb raises assorted internal errors on a damaged directory
                 raise IndexCorruptError(f"the vector store under {self.index_dir / store.CHROMA_DIR} cannot be opened ({exc})",
                                         hint="run `nav index PATH`: it rebuilds the vector store from the index database") from exc
-            if count != self.chunk_count:
+            from navigator.index.lock import building_pid
+            if count != self.vector_count and building_pid(self.index_dir) is None:
                 # Vectors lost (or left over) behind nav's back: compare every id with nav.db's chunks.
                 self._collection = None
                 self._repair_chroma()
@@ -294,16 +330,46 @@ class NavIndex:
             raise IndexCorruptError(f"the vector store under {self.index_dir / store.CHROMA_DIR} cannot be repaired ({exc})",
                                     hint="run `nav index PATH`: it rebuilds the vector store from the index database") from exc
 
+    def _repair_chroma_if_behind(self) -> None:
+        """A run was killed between committing and syncing chroma (or while adding vectors to it): repair
+        it from nav.db now, unless a build is running (it is the one writer, and brings chroma in step)."""
+        from navigator.index import coverage
+        from navigator.index.lock import building_pid
+        from navigator.index.repair import chroma_missing
+        # Also when the directory was deleted behind nav's back (no model needed to repair it).
+        behind = (store.get_meta(self.conn, "chroma_generation") != store.get_meta(self.conn, "generation")
+                  or bool(self.chunk_count and chroma_missing(self.index_dir / store.CHROMA_DIR)))
+        record = coverage.read(self.conn)
+        unsynced = record is not None and not record.get("synced", True)
+        if not (behind or unsynced) or building_pid(self.index_dir) is not None:
+            return
+        self._repair_chroma()
+        self._record_synced(record)
+
     def _server_collection(self):
         """The shared collection on the chroma server, synced first when it does not hold this index's
-        chunks: a run that lost the server mid-sync, or another machine that synced another tree."""
+        chunks: a run that lost the server mid-sync, or another machine that synced another tree (unless a
+        build is running: it is the one writer)."""
+        from navigator.index import coverage
+        from navigator.index.lock import building_pid
         from navigator.index.vector_store import open_collection, server_in_step, sync_chroma
         server = self.chroma_server
         _, collection = open_collection(self.index_dir, server)
         synced = store.get_meta(self.conn, "chroma_generation") == store.get_meta(self.conn, "generation")
-        if not (synced and server_in_step(self.conn, collection)):
+        record = coverage.read(self.conn)
+        unsynced = record is not None and not record.get("synced", True)
+        if not (synced and not unsynced and server_in_step(self.conn, collection)) \
+                and building_pid(self.index_dir) is None:
             sync_chroma(self.index_dir, self.conn, server=server)
+            self._record_synced(record)
         return collection
+
+    def _record_synced(self, record: dict | None) -> None:
+        from navigator.index import coverage
+        from navigator.index.embed_rule import embed_all
+        if record is not None:
+            coverage.write(self.conn, coverage.measure(self.conn, self.generation, synced=True,
+                                                       embed_all=embed_all(self.config)))
 
     # ---- freshness
     def freshness(self) -> Freshness:
@@ -325,6 +391,7 @@ class NavIndex:
             "chunk_count": self.chunk_count, "files_indexed": self.manifest.get("files_indexed", 0),
             "files_skipped": sum((self.manifest.get("skipped") or {}).values()),
             "index_dir": str(self.index_dir),
+            **self.vector_state(),
         }
 
     def vector_store_state(self) -> dict:
@@ -335,7 +402,17 @@ class NavIndex:
         return {"vector_store": "server", "chroma_url": server.url, "chroma_collection": server.collection}
 
 
+def _raise_if_building(root: Path, index_dir: Path) -> None:
+    """A search during the very first build, before its lexical commit: say so, not 'never completed'."""
+    from navigator.index.lock import building_pid
+    pid = building_pid(index_dir)
+    if pid is not None:
+        raise IndexMissingError(f"the index at {index_dir} is being built (nav index, pid {pid})",
+                                hint="the lexical index is committed first: searches work in a few seconds")
+
+
 def missing_index_state(root: Path, index_dir: Path) -> dict:
-    return {"state": "missing", "built_at": None, "age_seconds": None, "git_head": None,
+    from navigator.index.lock import building_pid
+    return {"state": "missing", "building_pid": building_pid(index_dir), "built_at": None, "age_seconds": None, "git_head": None,
             "files_changed_since": None, "changed_examples": [], "chunk_count": 0, "files_indexed": 0,
             "files_skipped": 0, "index_dir": str(index_dir)}

@@ -18,6 +18,9 @@ class StatusReport:
 
     def render(self) -> str:
         s, m = self.state, self.manifest
+        if s["state"] == "missing" and s.get("building_pid"):
+            return (f"Index of {self.root} is being built (nav index, pid {s['building_pid']}) in {s['index_dir']}.\n"
+                    "  The lexical index is committed first: searches work in a few seconds.")
         if s["state"] == "missing":
             return f"No index for {self.root} (looked in {s['index_dir']}).\n  Build one: nav index {self.root}"
         skipped = ", ".join(f"{n} {r}" for r, n in sorted((m.get("skipped") or {}).items())) or "none"
@@ -26,6 +29,7 @@ class StatusReport:
             f"  built      {s['built_at']} ({_age(s['age_seconds'])} ago) at git HEAD {(s['git_head'] or 'n/a')[:12]}",
             f"  files      {s['files_indexed']} indexed; skipped: {skipped}",
             f"  chunks     {s['chunk_count']}  (embedder {m.get('embedder')})",
+            f"  vectors    {_vectors_line(s)}",
             f"  changed    {s['files_changed_since']} files since the build"
             + (f": {', '.join(s['changed_examples'])}" if s["changed_examples"] else ""),
             f"  index dir  {s['index_dir']}",
@@ -36,6 +40,19 @@ class StatusReport:
         if s["state"] == "stale":
             lines.append(f"  refresh:   nav index {self.root}")
         return "\n".join(lines)
+
+
+def _vectors_line(s: dict) -> str:
+    if s.get("vector_note"):
+        line = s["vector_note"]
+    elif "vectors_embedded" in s:
+        line = f"complete: {s['vectors_embedded']:,} chunks embedded"
+    else:
+        line = "complete"
+    if s.get("vectors_excluded"):
+        line += (f"; {s['vectors_excluded']:,} chunks not embedded: data/lock/generated/vendored files "
+                 "(NAV_EMBED_ALL=1 to embed them)")
+    return line
 
 
 def _age(seconds: float | None) -> str:

@@ -1,0 +1,72 @@
+"""How much of the index the vector head covers. The lexical index (chunks, BM25, graph) is committed
+before any embedding, so searches work while vectors are still being computed; this record says how far
+along they are, and every search and `nav status` reports it.
+
+nav.db meta "vectors" (written by the indexer's stages, read at open with one meta lookup):
+    generation  the index generation the record describes
+    chunks      chunks in the index
+    embedded    chunks whose text has a cached vector (these are the ones synced into chroma)
+    excluded    chunks left unembedded by rule (navigator.index.embed_rule), counted apart from the partial share
+    synced      the chroma collection was brought in line with nav.db after the last group was embedded;
+                false from the lexical commit until the vector stage finishes, so a run killed in between
+                makes the next run (or a reader, when no build is running) compare every id again
+A record that is missing (an index built before this record existed) counts as complete: that flow
+embedded everything before committing."""
+from __future__ import annotations
+
+import sqlite3
+
+from navigator.index import store
+from navigator.index.embed_rule import embed_excluded
+
+META_KEY = "vectors"
+
+
+def measure(conn: sqlite3.Connection, generation: int, *, synced: bool, embed_all: bool = False) -> dict:
+    """The record for nav.db's current chunks: one grouped pass over chunks joined to the cache."""
+    chunks = embedded = excluded = 0
+    for path, n, with_vector in conn.execute(
+            "SELECT c.path, COUNT(*), COUNT(e.content_hash) FROM chunks c "
+            "LEFT JOIN embeddings e ON e.content_hash = c.content_hash GROUP BY c.path"):
+        chunks += n
+        embedded += with_vector
+        if with_vector < n and not embed_all and embed_excluded(path):
+            excluded += n - with_vector
+    return {"generation": generation, "chunks": chunks, "embedded": embedded, "excluded": excluded, "synced": synced}
+
+
+def write(conn: sqlite3.Connection, record: dict) -> None:
+    store.set_meta(conn, META_KEY, record)
+
+
+def read(conn: sqlite3.Connection) -> dict | None:
+    return store.get_meta(conn, META_KEY)
+
+
+def is_complete(record: dict | None) -> bool:
+    if record is None:
+        return True
+    return record["synced"] and record["embedded"] + record["excluded"] >= record["chunks"]
+
+
+def summary(record: dict | None, building_pid: int | None) -> dict:
+    """The coverage facts an envelope carries, with the sentence a reader is shown when the head is partial."""
+    if record is None:
+        return {"vectors": "complete", "vector_note": None}
+    want = record["chunks"] - record["excluded"]
+    done = min(record["embedded"], want)
+    pct = 100.0 * done / want if want else 100.0
+    facts = {"vectors": "complete" if is_complete(record) else "partial", "vectors_embedded": done,
+             "vectors_wanted": want, "vectors_excluded": record["excluded"], "vector_note": None}
+    if is_complete(record):
+        return facts
+    if done < want:
+        what = f"vector head partial: {done:,} of {want:,} chunks embedded ({pct:.0f}%)"
+    else:
+        what = "vector head partial: the vector store is not yet in step with the index"
+    if building_pid is not None:
+        facts["vector_note"] = f"{what}; nav index (pid {building_pid}) is still embedding"
+    else:
+        facts["vector_note"] = f"{what}; interrupted: run nav index to finish"
+    facts["building"] = building_pid is not None
+    return facts

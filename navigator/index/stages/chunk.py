@@ -1,0 +1,85 @@
+"""Stage 2, chunk: read and re-chunk the files that are new or changed since the last run, and tokenize
+their chunks for BM25. Unchanged files (same size and mtime, or same content hash) keep their chunks."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from navigator.index.lexical import newest_bm25_state, term_encoder_over
+from navigator.index import store
+from navigator.index.stages.run import IndexRun
+from navigator.index.walk import file_hash, read_source
+
+
+@dataclass
+class Changes:
+    """What this run changes in the index, before any of it is written."""
+    new_files: dict[str, tuple] = field(default_factory=dict)   # path -> (sha, size, mtime, parse_errors, decode_errors)
+    new_chunks: dict[str, list] = field(default_factory=dict)   # path -> [CodeChunk]
+    deleted: list[str] = field(default_factory=list)
+    touched_mtime: list[tuple] = field(default_factory=list)     # (size, mtime, path): same content, new mtime
+    # BM25 terms of each new chunk: the JSON list nav.db keeps, and term ids for the persisted postings.
+    token_json: dict[str, str] = field(default_factory=dict)
+    new_terms: dict[str, object] = field(default_factory=dict)   # chunk id -> int32 term ids under `encoder`
+    tok_version: str | None = None
+    document_tokens: object = None    # the BM25 document tokenizer, None when there is none
+    retokenize: bool = False          # stored token lists are another tokenizer's: redo them all
+    bm25_base: object = None          # the newest postings on disk for this tokenizer (they number the terms)
+    encoder: object = None
+    chunker_version: str = ""
+
+    @property
+    def chunk_count(self) -> int:
+        return sum(len(v) for v in self.new_chunks.values())
+
+
+def _tokenizer():
+    """The BM25 document tokenizer, when the retrievers package provides one."""
+    try:
+        from navigator.index.tokenize import TOKENIZER_VERSION, document_tokens
+    except ImportError:
+        return None, None
+    return TOKENIZER_VERSION, document_tokens
+
+
+def chunk(run: IndexRun, walked) -> Changes:
+    from chunkers import chunk_file
+    from chunkers.base import CHUNKER_VERSION
+    conn, manifest = run.conn, run.manifest
+    known = {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT path, sha256, size, mtime_ns FROM files")}
+    ch = Changes(chunker_version=CHUNKER_VERSION)
+    ch.tok_version, ch.document_tokens = _tokenizer()
+    rechunk_all = manifest.get("chunker_version") != CHUNKER_VERSION
+    # Chunks kept from earlier runs hold another tokenizer's lists (a first run has none to redo).
+    ch.retokenize = bool(known) and ch.tok_version is not None and manifest.get("tokenizer_version") != ch.tok_version
+    ch.bm25_base = newest_bm25_state(run.index_dir / store.BM25_DIR, ch.tok_version) if ch.document_tokens else None
+    ch.encoder = term_encoder_over(ch.bm25_base)
+    present: set[str] = set()
+    for f in walked.files:
+        old = known.get(f.path)
+        if old is not None and (old[1], old[2]) == (f.size, f.mtime_ns) and not rechunk_all:
+            present.add(f.path)
+            continue
+        src = read_source(f.abs_path)
+        if src.skip_reason is not None:
+            run.skipped[src.skip_reason] += 1
+            continue
+        text, raw = src.text, src.raw
+        if not text.strip():
+            run.skipped["empty"] += 1
+            continue
+        present.add(f.path)
+        sha = file_hash(raw)
+        if old is not None and old[0] == sha and not rechunk_all:
+            ch.touched_mtime.append((f.size, f.mtime_ns, f.path))
+            continue
+        result = chunk_file(f.path, text)
+        ch.new_files[f.path] = (sha, f.size, f.mtime_ns, result.parse_errors, int(src.decode_error))
+        ch.new_chunks[f.path] = result.chunks
+        if ch.document_tokens:
+            for c in result.chunks:
+                tokens = ch.document_tokens(c.embed_text)
+                ch.token_json[c.id] = json.dumps(tokens)
+                ch.new_terms[c.id] = ch.encoder.encode(tokens)
+    ch.deleted = [p for p in known if p not in present]
+    return ch

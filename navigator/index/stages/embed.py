@@ -1,0 +1,129 @@
+"""Stage 5, embed: the chunk texts without a cached vector go through the embedder, in length-sorted groups
+committed to nav.db's embedding cache one at a time (a kill loses at most one group; the next run goes on
+from there). Nothing loads a model when nothing needs embedding."""
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from navigator.index import store
+from navigator.index.embedder import limit_kernel_cache, release_freed_memory
+from navigator.index.onnx_query import (ONNX_SMALL_BATCH, embed_with_onnx_while_importing_chromadb,
+                                        ensure_onnx_export, onnx_enabled)
+from navigator.index.stages.run import IndexRun, crash_point
+
+# Embeddings are committed to the cache every this many chunks, bounding the work a kill -9 can waste.
+EMBED_COMMIT_EVERY = 256
+
+
+class Progress:
+    """Count, rate and ETA on stderr while embedding; silent when stderr is not a terminal."""
+
+    def __init__(self, total: int, label: str = "embedding", stream=None):
+        self.total, self.done, self.label = total, 0, label
+        self.stream = stream or sys.stderr
+        self.enabled = total > 0 and self.stream.isatty()
+        self.start = time.monotonic()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        eta = (self.total - self.done) / rate if rate > 0 else 0.0
+        width = 30
+        filled = int(width * self.done / self.total)
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                          f"{rate:5.1f}/s ETA {eta:4.0f}s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+
+
+def cached_hashes(conn, hashes: list[str]) -> set[str]:
+    return {r[0] for r in store.select_where_in(conn, "SELECT content_hash FROM embeddings", "content_hash", hashes)}
+
+
+def unembedded_texts(run: IndexRun) -> list[tuple[str, str]]:
+    """(content hash, text) of each distinct text of nav.db's chunks with no cached vector, the embed rule's
+    exclusions left out. Read from nav.db, not from this run's changes: a run killed while embedding left
+    committed chunks without vectors, and the next run (with nothing new to chunk) embeds them."""
+    from navigator.index.embed_rule import embed_all, embed_excluded
+    keep_all = embed_all(run.config)
+    needed: dict[str, str] = {}
+    rows = run.conn.execute(f"SELECT {store.CHUNK_COLUMNS}, c.content_hash FROM chunks c "
+                            "LEFT JOIN embeddings e ON e.content_hash = c.content_hash WHERE e.content_hash IS NULL")
+    for row in rows:
+        if row[-1] in needed or (not keep_all and embed_excluded(row[1])):
+            continue
+        needed[row[-1]] = store.chunk_from_row(row[:-1]).embed_text
+    return list(needed.items())
+
+
+def embed(run: IndexRun, todo: list[tuple[str, str]], on_group: Callable | None = None) -> int:
+    """Embed (content hash, text) pairs into the cache; `on_group(hashes)` runs after each group's commit.
+    Returns how many texts were embedded."""
+    if not todo:
+        return 0
+    small = None
+    embed_fn = run.embed_fn
+    use_onnx = embed_fn is None and onnx_enabled(run.config)
+    if embed_fn is None:
+        limit_kernel_cache()   # before torch's first kernel, the export's included
+    if use_onnx and len(todo) > ONNX_SMALL_BATCH:
+        # torch is loaded for this run anyway: export now, so the export's own copy of the model is
+        # freed before the embedding loop instead of adding to its peak at the end of the run.
+        run.summary.notes.extend(ensure_onnx_export(run.index_dir, run.config, run.embedder.identity))
+        release_freed_memory()
+    elif use_onnx:
+        small = embed_with_onnx_while_importing_chromadb(run.index_dir, run.embedder.identity, [t for _, t in todo])
+    if small is not None:
+        embed_fn = lambda texts, on_batch=None: [small[t] for t in texts]  # noqa: E731
+    else:
+        run.summary.model_loaded = True
+    _embed_into_cache(run, todo, embed_fn, on_group)
+    release_freed_memory()
+    return len(todo)
+
+
+def _embed_into_cache(run: IndexRun, todo: list[tuple[str, str]], embed_fn, on_group) -> None:
+    import numpy as np
+    conn, embedder = run.conn, run.embedder
+    progress = Progress(len(todo), stream=run.progress_stream)
+    encode = embed_fn or embedder.encode_documents
+
+    def after_batch(n: int) -> None:
+        progress.advance(n)
+        release_freed_memory()
+
+    # Length-sorted groups make padding cheap; each group is committed on its own.
+    todo = sorted(todo, key=lambda ht: len(ht[1]))
+    for start in range(0, len(todo), EMBED_COMMIT_EVERY):
+        group = todo[start:start + EMBED_COMMIT_EVERY]
+        vectors = encode([t for _, t in group], on_batch=after_batch)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?)",
+                         [(h, embedder.identity, v.tobytes()) for (h, _), v in zip(group, vectors)])
+        conn.execute("COMMIT")
+        crash_point("embedding-committed")
+        if on_group is not None:
+            on_group([h for h, _ in group])
+    progress.close()
+
+
+# Keep stale cached vectors until they outnumber live chunks by this factor (branch switches reuse them).
+CACHE_SLACK = 3
+
+
+def prune_cache(conn, chunk_count: int) -> None:
+    """Drop cached vectors no chunk uses any more only when the cache has grown well past the index, so
+    switching back and forth between branches stays free."""
+    # The chunk count stands for the distinct texts in use (COUNT(DISTINCT) costs 70 ms at 40k chunks).
+    total = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+    if total > CACHE_SLACK * max(chunk_count, 1000):
+        conn.execute("DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)")

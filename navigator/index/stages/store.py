@@ -1,0 +1,100 @@
+"""Stage 3, store: one transaction swaps this run's files and chunks into nav.db, together with the symbol
+graph of the changed files, the new manifest and the vector coverage record (navigator.index.coverage).
+It runs before any embedding, so the lexical index is usable within seconds of a first `nav index`;
+a kill before its COMMIT changes nothing on disk."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from navigator.index import coverage, store
+from navigator.index.embed_rule import embed_all
+from navigator.index.graph import update_graph
+from navigator.index.stages.chunk import Changes
+from navigator.index.stages.run import IndexRun, crash_point
+
+
+@dataclass
+class Committed:
+    """What the store stage committed: the new generation and the chunk ids it removed and added."""
+    generation: int
+    chunk_count: int
+    files_indexed: int
+    manifest: dict
+    removed_ids: set[str] = field(default_factory=set)
+    added_ids: set[str] = field(default_factory=set)
+
+
+def commit_lexical(run: IndexRun, ch: Changes) -> Committed:
+    conn = run.conn
+    conn.execute("BEGIN IMMEDIATE")
+    replaced_ids = _swap_files_and_chunks(conn, ch)
+    if ch.retokenize and ch.document_tokens:
+        _retokenize_kept_chunks(conn, ch)
+    update_graph(conn, ch.new_chunks, ch.deleted)
+    committed = _write_manifest(run, ch)
+    crash_point("lexical-commit")
+    conn.execute("COMMIT")
+    added_ids = {c.id for chunks in ch.new_chunks.values() for c in chunks}
+    committed.removed_ids, committed.added_ids = replaced_ids - added_ids, added_ids - replaced_ids
+    return committed
+
+
+def _swap_files_and_chunks(conn, ch: Changes) -> set[str]:
+    """Delete the deleted and changed files' chunks, insert the changed files' new ones; the ids removed
+    (some come back unchanged)."""
+    replaced_ids: set[str] = set()
+    for path in ch.deleted:
+        replaced_ids.update(r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,)))
+        conn.execute("DELETE FROM files WHERE path=?", (path,))
+        conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+    for size, mtime, path in ch.touched_mtime:
+        conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime, path))
+    for path, (sha, size, mtime, perr, derr) in ch.new_files.items():
+        replaced_ids.update(r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,)))
+        conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)", (path, sha, size, mtime, perr, derr))
+        conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+        conn.executemany(
+            "INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(c.id, c.path, seq, c.start_line, c.end_line, c.kind, c.symbol, c.parent, c.header, c.text,
+              c.content_hash, c.tokens, ch.token_json.get(c.id))
+             for seq, c in enumerate(ch.new_chunks[path])])
+    ch.token_json.clear()
+    return replaced_ids
+
+
+def _retokenize_kept_chunks(conn, ch: Changes) -> None:
+    """Every stored token list is from another tokenizer: redo them all (this run's are current)."""
+    updates = []
+    for row in conn.execute(f"SELECT {store.CHUNK_COLUMNS} FROM chunks"):
+        if row[0] not in ch.new_terms:
+            tokens = ch.document_tokens(store.chunk_from_row(row).embed_text)
+            updates.append((json.dumps(tokens), row[0]))
+            ch.new_terms[row[0]] = ch.encoder.encode(tokens)
+    conn.executemany("UPDATE chunks SET bm25_tokens=? WHERE id=?", updates)
+
+
+def _write_manifest(run: IndexRun, ch: Changes) -> Committed:
+    from navigator.index.walk import git_head
+    conn = run.conn
+    generation = int(store.get_meta(conn, "generation", 0)) + 1
+    counts = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    files_indexed = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+    agg = conn.execute("SELECT SUM(parse_errors > 0), SUM(decode_errors > 0) FROM files").fetchone()
+    now = time.time()
+    manifest = {
+        "built_at": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+        "built_at_epoch": now, "git_head": git_head(run.repo_root), "root": str(run.repo_root),
+        "files_indexed": files_indexed, "skipped": dict(run.skipped), "skip": run.skip_rules,
+        "chunk_count": counts, "embedder": run.embedder.identity, "tokenizer_version": ch.tok_version,
+        "chunker_version": ch.chunker_version,
+        "parse_error_files": agg[0] or 0, "decode_error_files": agg[1] or 0, "generation": generation,
+    }
+    store.set_meta(conn, "manifest", manifest)
+    store.set_meta(conn, "generation", generation)
+    store.set_meta(conn, "embedder", run.embedder.identity)
+    # Committed with the chunks: from this commit on, readers see how much of the vector head exists.
+    coverage.write(conn, coverage.measure(conn, generation, synced=False, embed_all=embed_all(run.config)))
+    return Committed(generation, counts, files_indexed, manifest)

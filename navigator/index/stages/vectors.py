@@ -1,0 +1,96 @@
+"""Stage 6, vector sync: the chroma collection made to hold exactly the vectors of nav.db's current chunks
+(nav.db is the source of truth; see navigator.index.vector_store), kept in step while the embed stage runs,
+then the optional multilingual head.
+
+Order within a run: the lexical commit first (searches work from then on), then `VectorSync.start` brings
+chroma in line with the vectors already cached (drops removed chunks, adds reused ones), then every group
+the embed stage commits is added to chroma at once (`add`), and `finish` records the coverage as synced.
+Chroma never holds a vector of a chunk that is not in nav.db: ids are only added after their chunks are
+committed, and removed ids are deleted in `start`, before any embedding."""
+from __future__ import annotations
+
+from navigator.index import coverage, store
+from navigator.index.embed_rule import embed_all
+from navigator.index.stages.embed import Progress
+from navigator.index.stages.run import IndexRun, crash_point
+from navigator.index.stages.store import Committed
+from navigator.core.errors import VectorStoreUnavailableError
+from navigator.index.vector_store import open_collection, server_errors, sync_chroma
+
+
+class VectorSync:
+    def __init__(self, run: IndexRun, committed: Committed):
+        self.run, self.committed = run, committed
+        self.record = coverage.read(run.conn)
+        self.collection = None
+        # A chroma server that fails is remembered, not raised at once: the embed stage still fills nav.db's
+        # cache (nothing to redo once the server is back), and finish() raises it with the record unsynced.
+        self.failure: Exception | None = None
+
+    def start(self, previous: dict | None) -> None:
+        """Chroma in line with the cached vectors. When the previous run did not finish its vector stage
+        (its record is not synced), chroma may lack vectors of its last group: compare every id."""
+        c, run = self.committed, self.run
+        changes = None if previous is not None and not previous.get("synced", True) else (c.removed_ids, c.added_ids)
+        # nav.db is committed: a server that fails here loses nothing (the next run syncs, see vector_store).
+        try:
+            sync_chroma(run.index_dir, run.conn, changes=changes, server=run.server)
+        except VectorStoreUnavailableError as exc:
+            self.failure = exc
+
+    def add(self, hashes: list[str]) -> None:
+        """Upsert the vectors of the chunks with these content hashes (just committed to the cache)."""
+        run = self.run
+        if self.failure is not None:
+            return
+        rows = list(store.select_where_in(
+            run.conn, "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash",
+            "c.content_hash", hashes))
+        if rows:
+            try:
+                self._upsert(rows)
+            except VectorStoreUnavailableError as exc:
+                self.failure = exc
+                return
+        self.record["embedded"] += len(rows)
+        coverage.write(run.conn, self.record)
+        crash_point("embedded-group")
+
+    def _upsert(self, rows) -> None:
+        import numpy as np
+        run = self.run
+        with server_errors(run.server, "adding vectors"):
+            if self.collection is None:
+                _, self.collection = open_collection(run.index_dir, run.server)
+            for i in range(0, len(rows), store.CHROMA_BATCH):
+                page = rows[i:i + store.CHROMA_BATCH]
+                self.collection.upsert(ids=[r[0] for r in page],
+                                       embeddings=np.stack([np.frombuffer(r[1], dtype=np.float32) for r in page]))
+
+    def finish(self) -> dict:
+        if self.failure is not None:
+            raise self.failure
+        self.record = coverage.measure(self.run.conn, self.committed.generation, synced=True,
+                                      embed_all=embed_all(self.run.config))
+        coverage.write(self.run.conn, self.record)
+        return self.record
+
+
+def sync_multilingual(run: IndexRun) -> list[str]:
+    """Vectors of the multilingual head for chunk texts that have none (navigator.index.multilingual)."""
+    from navigator.index import multilingual
+    chosen = multilingual.choice(run.config.extra)
+    if chosen == multilingual.OFF:
+        return []
+    embedder = multilingual.MultilingualEmbedder(chosen)
+    progress: Progress | None = None
+
+    def on_batch(done: int, total: int) -> None:
+        nonlocal progress
+        progress = progress or Progress(total, label="multilingual", stream=run.progress_stream)
+        progress.advance(done)
+
+    embedded = multilingual.sync_vectors(run.conn, embedder, on_batch)
+    if progress is not None:
+        progress.close()
+    return [f"multilingual head: embedded {embedded} chunk texts with {embedder.identity}"] if embedded else []
