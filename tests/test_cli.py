@@ -66,7 +66,7 @@ def test_shell_completion_comes_from_click_and_imports_nothing_heavy():
     assert loaded_heavy_modules(code) == ""
 
 
-def test_usage_errors_exit_2_with_clicks_message(capsys):
+def test_usage_errors_exit_2_with_clicks_message(capsys, tmp_path):
     from navigator.frontends.cli import main
     cases = {("search",): ("Missing argument", "QUERY"), ("search", "q", "-k", "many"): ("not a valid integer", "many"),
              ("search", "q", "--nope"): ("No such option", "--nope"), ("frobnicate",): ("No such command", "frobnicate"),
@@ -79,7 +79,8 @@ def test_usage_errors_exit_2_with_clicks_message(capsys):
     for worker in (["claude", "stray"], ["patches"]):
         assert main(["tune", "--queries", "q.jsonl", "--worker", *worker]) == 2
         assert "--worker takes `claude` or `patches DIR`" in capsys.readouterr().err
-    assert main(["tune", "--queries", "/nonexistent/q.jsonl", "--worker", "patches", "/tmp"]) == 2
+    (tmp_path / "candidate.py").write_text("# a candidate policy\n")
+    assert main(["tune", "--queries", "/nonexistent/q.jsonl", "--worker", "patches", str(tmp_path)]) == 2
     assert "query file not found" in capsys.readouterr().err   # the worker spec was accepted
     assert main([]) == 2                              # no command: the help, and bad usage
     assert "Commands:" in capsys.readouterr().err
