@@ -595,6 +595,8 @@ def main() -> int:
     from navigator.index.onnx_query import export_onnx, onnx_dir_for
     config = Config.from_env()
     model_shape = ceiling.model_shape(config.embed_model)
+    from navigator.index.embedder import resolve_dtype
+    config.embed_dtype = resolve_dtype(config.embed_dtype)   # "auto" measured as what it runs here
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
               "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]), "embed_model": config.embed_model,
               "embed_dtype": config.embed_dtype, "model_shape": model_shape.__dict__,

@@ -92,3 +92,18 @@ def test_unknown_dtype_is_a_model_error():
     with pytest.raises(ModelError) as err:
         Embedder(DEFAULT_EMBED_MODEL, "int8")
     assert "bf16" in err.value.hint
+
+
+@pytest.mark.parametrize("native, expected", [(True, "bf16"), (False, "fp32")])
+def test_auto_dtype_is_bf16_only_where_the_cpu_has_it(monkeypatch, tiny_embed_model, native, expected):
+    # Emulated bf16 (no AMX / AVX512-BF16) ran 5x slower than fp32 on an AVX2 EPYC: auto must not pick it there.
+    import navigator.index.embedder as embedder_module
+    monkeypatch.setattr(embedder_module, "native_bf16", lambda: native)
+    assert embedder_module.resolve_dtype("auto") == expected
+    assert embedder_module.resolve_dtype("fp32") == "fp32" and embedder_module.resolve_dtype("bf16") == "bf16"
+    loaded = []
+    real_load = embedder_module._load
+    monkeypatch.setattr(embedder_module, "_load", lambda name, dtype: loaded.append(dtype) or real_load(name, dtype))
+    vectors = Embedder(tiny_embed_model, "auto").encode_documents(["def f(): pass"])
+    assert loaded == [expected] and vectors.shape[0] == 1
+

