@@ -18,7 +18,7 @@ SAME_TEXT_COSINE = 0.9999     # one text embedded alone vs inside a padded batch
 BF16_MIN_COSINE = 0.999       # the same text at bf16 vs fp32
 # Different texts must differ by more than batching noise (~1e-7) for a nearest-neighbour check to mean anything.
 DISTINCT_TEXT_GAP = 1e-5
-REAL_SNIPPETS = DOCUMENT_BATCH + 8  # two batches of real code
+REAL_SNIPPETS = 12  # real code; few, because bf16 is emulated (slow) on CPUs without AMX or AVX512-BF16
 # Enough texts for several batches, so rows cross batch boundaries when sorted by length.
 TEXT_COUNT = 2 * DOCUMENT_BATCH + 7
 WORDS = ("def", "return", "config", "parse", "index", "chunk", "vector", "query", "path", "error", "retry", "cache")

@@ -166,7 +166,7 @@ def test_kill_minus_9_while_embedding_then_rerun_equals_clean_build(tmp_path, na
     (and says so); a plain rerun finishes the embedding and ends equal to a clean build. Killed right after
     a group reached the cache but before chroma got it ("embedding-committed"), the rerun must notice the
     vectors chroma lacks."""
-    root = make_repo(tmp_path / "repo", modules=150)   # ~1,000 chunks: several embedding groups
+    root = make_repo(tmp_path / "repo", modules=80)   # ~550 chunks: three embedding groups of 256
     env = {**os.environ, "NAV_TEST_KILL_AT": kill_at}
     out = subprocess.run(_index_cmd(root), env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == -signal.SIGKILL, out.stderr
