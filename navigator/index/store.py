@@ -7,12 +7,14 @@
                            numpy arrays, the term list, params.json with the generation and tokenizer version)
     <index_dir>/lock       held (flock) by the one `nav index` run allowed at a time
 
-Crash safety: embeddings are committed batch by batch into the cache as they are computed, but the files
-and chunks of a run replace the old ones in a single transaction at the end. A run killed at any moment
-therefore leaves the previous index intact, and the next run re-embeds nothing that was already computed.
-The chroma collection is synced from nav.db after that commit and carries the generation it was synced to;
-a mismatch (a run killed mid-sync, a damaged chroma directory) is repaired from nav.db without re-embedding.
-The BM25 postings are written after that commit too, into a temporary directory renamed to the new
+Crash safety, in the order of a run (navigator/index/stages/): the files, chunks, graph and manifest of a
+run replace the old ones in one transaction (the lexical commit), before anything is embedded; a run killed
+before it leaves the previous index intact. Embeddings are then committed to the cache every 256 chunks
+and handed to chroma as they commit; navigator.index.coverage records how much of the vector head exists,
+so a run killed while embedding leaves a searchable index whose searches say the vector head is partial,
+and the next run embeds only what is missing. The chroma collection carries the generation it was synced
+to; a mismatch (a run killed mid-sync, a deleted or damaged chroma directory) is repaired from nav.db
+without re-embedding. The BM25 postings are written after the lexical commit, into a temporary directory renamed to the new
 generation's name, so a directory under bm25/ is always complete; a query that finds none for the current
 generation (a run killed before writing it) rebuilds the statistics in memory and says so, and the next
 run writes it again.
