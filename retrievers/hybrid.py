@@ -4,6 +4,8 @@ Settings (environment, read through config.extra):
   NAV_RRF_K            the RRF constant (default 60)
   NAV_HYBRID_WEIGHTS   per-head weights, e.g. "vector=1,bm25=0.5" (default 1 each; 0 turns a head off)
   NAV_HYBRID_DEPTH     candidates taken from each head (default: default_candidate_depth(number of chunks))
+  NAV_PROSE_BM25       the factor on bm25's weight for an English question that names no code (default 0.25;
+                       1 turns it off). See patches/0010-prose-query-fusion/.
 
 A third head, `multilingual` (retrievers.multilingual), joins the fusion only for questions holding CJK text,
 when the index has multilingual vectors (NAV_MULTILINGUAL, navigator.index.multilingual); English questions are
@@ -24,6 +26,7 @@ from retrievers.crosslingual import has_cjk
 from retrievers.fusion import DEFAULT_HEAD_WEIGHT, DEFAULT_RRF_K, default_candidate_depth, reciprocal_rank_fusion
 from retrievers.multilingual import HEAD as MULTILINGUAL_HEAD
 from retrievers.multilingual import MISSING_HINT, MultilingualRetriever
+from retrievers.query_analysis import names_code
 from retrievers.vector import embedding_query, vector_hits
 
 if TYPE_CHECKING:
@@ -35,6 +38,13 @@ HEADS = (VECTOR_HEAD, BM25_HEAD, MULTILINGUAL_HEAD)
 RRF_K_ENV = "NAV_RRF_K"
 WEIGHTS_ENV = "NAV_HYBRID_WEIGHTS"
 DEPTH_ENV = "NAV_HYBRID_DEPTH"
+PROSE_ENV = "NAV_PROSE_BM25"
+# A question in English prose shares few words with the code that answers it: BM25 misses or buries the
+# answer, and equal-weight RRF then pushes a chunk only the vector head found far below where that head
+# put it (value lookups on click: vector rank 3 -> fused 32, 7 -> 28). Chosen on click EN from 0.5 / 0.25 /
+# 0.1; checked on werkzeug EN and ZH (patches/0010-prose-query-fusion/). CJK questions keep equal weights:
+# their vector head reads a glossary-expanded question with an English-only model.
+DEFAULT_PROSE_BM25 = 0.25
 
 
 def parse_head_weights(text: str) -> dict[str, float]:
@@ -70,6 +80,7 @@ class HybridSettings:
     rrf_k: float = DEFAULT_RRF_K
     weights: dict[str, float] = field(default_factory=lambda: {head: DEFAULT_HEAD_WEIGHT for head in HEADS})
     depth: int | None = None           # None: default_candidate_depth(number of chunks)
+    prose_bm25: float = DEFAULT_PROSE_BM25   # bm25's weight factor for English questions that name no code
 
     @classmethod
     def from_extra(cls, extra: Mapping[str, str]) -> "HybridSettings":
@@ -90,7 +101,22 @@ class HybridSettings:
                                  hint="unset it to scale the depth with the number of chunks")
             depth = int(value)
         weights = parse_head_weights(extra.get(WEIGHTS_ENV, ""))
-        return cls(rrf_k=rrf_k, weights=weights, depth=depth)
+        prose = DEFAULT_PROSE_BM25
+        if extra.get(PROSE_ENV, "").strip():
+            try:
+                prose = float(extra[PROSE_ENV])
+            except ValueError:
+                prose = float("nan")
+            if not 0 <= prose <= 1:
+                raise UsageError(f"{PROSE_ENV} must be a number from 0 to 1, got {extra[PROSE_ENV]!r}",
+                                 hint=f"1 keeps bm25's weight for prose questions; unset it for the default ({DEFAULT_PROSE_BM25:g})")
+        return cls(rrf_k=rrf_k, weights=weights, depth=depth, prose_bm25=prose)
+
+    def weights_for(self, query: str) -> dict[str, float]:
+        """The head weights for this question: bm25's scaled down for English prose that names no code."""
+        if self.prose_bm25 == 1 or has_cjk(query) or names_code(query):
+            return self.weights
+        return {**self.weights, BM25_HEAD: self.weights[BM25_HEAD] * self.prose_bm25}
 
     def depth_for(self, n_chunks: int, k: int) -> int:
         """Candidates per head: the configured or size-scaled depth, and never fewer than k."""
@@ -122,7 +148,7 @@ class HybridRetriever(Retriever):
         # The manifest's count: loading every chunk to count them costs ~0.25 s at 40k chunks.
         depth = self.settings.depth_for(int(self.index.manifest.get("chunk_count", 0)), k)
         self.last_depth = depth
-        weights = self.settings.weights
+        weights = self.settings.weights_for(query)
         head_results: dict[str, list[tuple[str, float]]] = {}
         if weights[VECTOR_HEAD] > 0:
             # The raw query goes to each head and each expands it once (bm25 through query_tokens).

@@ -117,6 +117,13 @@ def analyse_query(text: str) -> QueryAnalysis:
     return analysis
 
 
+def names_code(text: str) -> bool:
+    """Whether a question names code: a code-shaped identifier, a dotted name, a path or a traceback frame.
+    A question that names none is prose ("how many cells long is the progress bar by default")."""
+    analysis = analyse_query(text)
+    return bool(analysis.identifiers or analysis.dotted or analysis.paths or analysis.frames)
+
+
 def salient_windows(analysis: QueryAnalysis, max_windows: int = MAX_WINDOWS, words: int = WINDOW_WORDS) -> list[str]:
     """What the embedder reads of a long query: its opening (title and first paragraph), then the windows
     densest in code-shaped names and error lines, so a 3,000-word report is not cut to its first 256 tokens.

@@ -319,7 +319,7 @@ def test_hybrid_fuses_both_heads_and_fills_their_hits():
     vector_order = [CORPUS[i].id for i in (6, 0, 4, 9, 2, 1, 3, 5, 7, 8)]
     index = FakeIndex(CORPUS, vector_order=vector_order)
     query = "maximum number of retries"
-    results = HybridRetriever(index, Config()).retrieve(query, 10)
+    results = HybridRetriever(index, Config(extra={"NAV_PROSE_BM25": "1"})).retrieve(query, 10)   # equal weights
     bm25 = BM25Retriever(FakeIndex(CORPUS), Config()).retrieve(query, 20)
     bm25_rank = {r.chunk.id: (r.rank, r.score) for r in bm25}
     vector_rank = {cid: rank for rank, cid in enumerate(vector_order, start=1)}
@@ -337,6 +337,39 @@ def test_hybrid_fuses_both_heads_and_fills_their_hits():
         else:
             assert "bm25" not in r.heads
     assert results[0].chunk.id in bm25_rank     # agreement of both heads beats a vector-only first place
+
+
+@pytest.mark.parametrize("query, prose", [
+    ("maximum number of retries", True),
+    ("how many blanks separate the option names from their descriptions", True),
+    ("where is max_retries read", False),            # snake_case: names code
+    ("what does HttpClient.send raise", False),      # dotted name
+    ("the loop in src/app/retry.py", False),         # a path
+    ("重试的最大次数是多少", False),                   # CJK: equal weights (English-only embedder)
+])
+def test_prose_questions_scale_bm25_down_and_code_questions_keep_equal_weights(query, prose):
+    vector_order = [CORPUS[i].id for i in (6, 0, 4, 9, 2, 1, 3, 5, 7, 8)]
+    settings = HybridSettings.from_extra({})
+    assert settings.prose_bm25 == 0.25
+    assert settings.weights_for(query)["bm25"] == (0.25 if prose else 1.0)
+    assert settings.weights_for(query)["vector"] == 1.0
+    assert HybridSettings.from_extra({"NAV_PROSE_BM25": "1"}).weights_for(query)["bm25"] == 1.0
+    # the fused scores follow those weights
+    results = HybridRetriever(FakeIndex(CORPUS, vector_order=vector_order), Config()).retrieve(query, 10)
+    bm25_weight = 0.25 if prose else 1.0
+    for r in results:
+        expected = sum(w / (60 + r.heads[h].rank) for h, w in (("vector", 1.0), ("bm25", bm25_weight)) if h in r.heads)
+        assert r.score == pytest.approx(expected)
+
+
+def test_prose_factor_from_environment_and_its_errors():
+    assert HybridSettings.from_extra({"NAV_PROSE_BM25": "0.5"}).weights_for("how long is the delay")["bm25"] == 0.5
+    assert HybridSettings.from_extra({"NAV_PROSE_BM25": "0.5", "NAV_HYBRID_WEIGHTS": "bm25=2"}).weights_for(
+        "how long is the delay")["bm25"] == 1.0
+    for bad in ("-0.1", "1.5", "abc", "nan"):
+        with pytest.raises(UsageError) as info:
+            HybridSettings.from_extra({"NAV_PROSE_BM25": bad})
+        assert "NAV_PROSE_BM25" in info.value.message and info.value.hint
 
 
 def test_hybrid_candidate_depth_follows_settings_and_k():

@@ -227,8 +227,11 @@ def make_layout(root: Path) -> Path:
     return root
 
 
-def test_a_class_hit_brings_its_constructor_and_the_constants_it_reads(tmp_path, nav_env):
+def test_a_class_hit_brings_its_constructor_and_the_constants_it_reads(tmp_path, nav_env, monkeypatch):
     from retrievers.registry import get_retriever
+    # The tiny test model's vectors are random: equal head weights keep BM25's evidence for the prose query
+    # at full strength, so this test is about graph expansion, not about the fusion's prose rule (0010).
+    monkeypatch.setenv("NAV_PROSE_BM25", "1")
     root = make_layout(tmp_path / "repo")
     index = index_of(root)
     config = Config.from_env()
