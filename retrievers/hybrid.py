@@ -75,6 +75,21 @@ def parse_head_weights(text: str) -> dict[str, float]:
     return weights
 
 
+def _number_setting(extra: Mapping[str, str], name: str, default: float, low: float, high: float,
+                    wanted: str, hint: str) -> float:
+    """A float setting from the environment, within [low, high] (nan and words are refused)."""
+    text = extra.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:
+        raise UsageError(f"{name} must be {wanted}, got {extra[name]!r}", hint=hint)
+    return value
+
+
 @dataclass(frozen=True)
 class HybridSettings:
     rrf_k: float = DEFAULT_RRF_K
@@ -84,15 +99,8 @@ class HybridSettings:
 
     @classmethod
     def from_extra(cls, extra: Mapping[str, str]) -> "HybridSettings":
-        rrf_k = DEFAULT_RRF_K
-        if extra.get(RRF_K_ENV, "").strip():
-            try:
-                rrf_k = float(extra[RRF_K_ENV])
-            except ValueError:
-                rrf_k = float("nan")
-            if not rrf_k >= 0:
-                raise UsageError(f"{RRF_K_ENV} must be a number >= 0, got {extra[RRF_K_ENV]!r}",
-                                 hint=f"unset it for the default ({DEFAULT_RRF_K:g})")
+        rrf_k = _number_setting(extra, RRF_K_ENV, DEFAULT_RRF_K, 0, float("inf"), "a number >= 0",
+                                f"unset it for the default ({DEFAULT_RRF_K:g})")
         depth = None
         if extra.get(DEPTH_ENV, "").strip():
             value = extra[DEPTH_ENV].strip()
@@ -101,15 +109,8 @@ class HybridSettings:
                                  hint="unset it to scale the depth with the number of chunks")
             depth = int(value)
         weights = parse_head_weights(extra.get(WEIGHTS_ENV, ""))
-        prose = DEFAULT_PROSE_BM25
-        if extra.get(PROSE_ENV, "").strip():
-            try:
-                prose = float(extra[PROSE_ENV])
-            except ValueError:
-                prose = float("nan")
-            if not 0 <= prose <= 1:
-                raise UsageError(f"{PROSE_ENV} must be a number from 0 to 1, got {extra[PROSE_ENV]!r}",
-                                 hint=f"1 keeps bm25's weight for prose questions; unset it for the default ({DEFAULT_PROSE_BM25:g})")
+        prose = _number_setting(extra, PROSE_ENV, DEFAULT_PROSE_BM25, 0, 1, "a number from 0 to 1",
+                                f"1 keeps bm25's weight for prose questions; unset it for the default ({DEFAULT_PROSE_BM25:g})")
         return cls(rrf_k=rrf_k, weights=weights, depth=depth, prose_bm25=prose)
 
     def weights_for(self, query: str) -> dict[str, float]:
