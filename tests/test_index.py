@@ -435,3 +435,41 @@ def test_data_files_stay_lexical_unless_embed_all(tmp_path, nav_env, monkeypatch
     summary, spy = build(root)
     assert summary.chunks_embedded == 2 and any("retry_limit" in t for t in spy.texts)
     assert NavIndex.open(root).vector_count == NavIndex.open(root).chunk_count
+
+
+def _add_modules(root: Path, start: int, count: int) -> None:
+    for n in range(start, start + count):
+        write(root, f"pkg/bulk{n}.py", f"def bulk_{n}(x):\n    return x * {n}\n\nBULK_LIMIT_{n} = {n}\n")
+
+
+def test_a_large_fp32_reindex_embeds_through_the_onnx_export_and_falls_back_to_torch(tmp_path, nav_env, monkeypatch):
+    # Where the index runs in fp32 (no native bf16), more than ONNX_SMALL_BATCH new chunks go through the
+    # export's batch encoder: no torch model is loaded when the export is already on disk.
+    monkeypatch.setenv("NAV_ONNX", "1")
+    from navigator.core.errors import ModelError
+    from navigator.index import embedder, onnx_query
+    root = make_repo(tmp_path / "repo", modules=3)
+    build_index(root.resolve(), Config.from_env())
+    _add_modules(root, 0, 45)                                     # 90 new chunks
+    embedder._MODELS.clear()
+    summary = build_index(root.resolve(), Config.from_env())
+    assert summary.chunks_embedded >= 90 > onnx_query.ONNX_SMALL_BATCH and embedder._MODELS == {}
+    rows = db_rows(root, "SELECT c.text, e.vector FROM chunks c JOIN embeddings e USING (content_hash) "
+                         "WHERE c.path LIKE 'pkg/bulk%' ORDER BY c.id")
+    chunks = {c.text: c for c in NavIndex.open(root).chunks() if c.path.startswith("pkg/bulk")}
+    torch_side = embedder.Embedder(Config.from_env().embed_model, "fp32")
+    texts = [chunks[t].embed_text for t, _ in rows[:20]]
+    torch_vectors = torch_side.encode_documents(texts)
+    for (_, blob), torch_vec in zip(rows[:20], torch_vectors):
+        assert float(np.dot(np.frombuffer(blob, dtype=np.float32), torch_vec)) > 0.9999
+
+    class Refused:
+        def __init__(self, *args, **kwargs):
+            raise ModelError("onnxruntime cannot load model.onnx: test", hint="")
+
+    monkeypatch.setattr(onnx_query, "OnnxQueryEncoder", Refused)
+    _add_modules(root, 100, 45)
+    summary = build_index(root.resolve(), Config.from_env())
+    assert summary.chunks_embedded >= 90
+    assert any(n.startswith("embedded with torch: onnxruntime cannot load") for n in summary.notes)
+    assert NavIndex.open(root).state()["vectors"] == "complete"

@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from navigator.core.errors import ModelError
 from navigator.index import store
 from navigator.index.embedder import limit_kernel_cache, release_freed_memory
 from navigator.index.onnx_query import (ONNX_SMALL_BATCH, embed_with_onnx_while_importing_chromadb,
@@ -106,7 +107,11 @@ def onnx_document_encoder(run: IndexRun):
     if not is_exported(onnx_dir):
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return OnnxQueryEncoder(onnx_dir, threads=cores).encode_documents
+    try:
+        return OnnxQueryEncoder(onnx_dir, threads=cores).encode_documents
+    except ModelError as exc:   # onnxruntime refused the export: torch embeds instead, only slower
+        run.summary.notes.append(f"embedded with torch: {exc.message}")
+        return None
 
 
 def _embed_into_cache(run: IndexRun, todo: list[tuple[str, str]], embed_fn, on_group) -> None:
