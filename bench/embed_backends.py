@@ -26,7 +26,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-BATCH = 32
 ALL_BACKENDS = ("torch-bf16", "torch-fp32", "onnx-fp32", "onnx-int8")
 
 
@@ -55,34 +54,18 @@ def torch_backend(dtype: str):
     return lambda texts: embedder.encode_documents(texts)
 
 
-def onnx_backend(model_path: Path, tokenizer_path: Path, max_len: int, threads: int, input_names: list[str]):
-    import numpy as np
+def onnx_backend(export_dir: Path, threads: int, model_path: Path | None = None):
+    """nav's own batch encoder over the export; `model_path` swaps in another graph (the int8 one) with the
+    same inputs, so both ONNX backends run the indexer's code."""
     import onnxruntime
-    from tokenizers import Tokenizer
-    tok = Tokenizer.from_file(str(tokenizer_path))
-    tok.enable_truncation(max_len)
-    tok.enable_padding()
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-
-    def encode(texts: list[str]):
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = None
-        for start in range(0, len(order), BATCH):
-            idx = order[start:start + BATCH]
-            encodings = tok.encode_batch([texts[i] for i in idx])
-            columns = {"input_ids": [e.ids for e in encodings], "attention_mask": [e.attention_mask for e in encodings],
-                       "token_type_ids": [e.type_ids for e in encodings]}
-            feeds = {name: np.asarray(columns[name], dtype=np.int64) for name in input_names}
-            pooled = session.run(None, feeds)[0]
-            pooled = pooled / np.linalg.norm(pooled, axis=1, keepdims=True).clip(min=1e-12)
-            if out is None:
-                out = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
-            out[idx] = pooled
-        return out
-    return encode
+    from navigator.index.onnx_query import OnnxQueryEncoder
+    encoder = OnnxQueryEncoder(export_dir, threads=threads)
+    if model_path is not None:
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        encoder.session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    return lambda texts: encoder.encode_documents(texts)
 
 
 def main() -> int:
@@ -92,8 +75,6 @@ def main() -> int:
     parser.add_argument("--backends", default=",".join(ALL_BACKENDS))
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    import json
-
     import numpy as np
     backends = [b for b in args.backends.split(",") if b]
     texts = corpus_texts(args.tree, args.limit)
@@ -103,9 +84,8 @@ def main() -> int:
         onnx_dir = Path(tmp) / "export"
         if any(b.startswith("onnx") for b in backends):
             from navigator.core.config import Config
-            from navigator.index.onnx_query import MODEL_FILE, SPEC_FILE, TOKENIZER_FILE, export_onnx
+            from navigator.index.onnx_query import MODEL_FILE, export_onnx
             export_onnx(Config.from_env().embed_model, onnx_dir)
-            spec = json.loads((onnx_dir / SPEC_FILE).read_text())
             if "onnx-int8" in backends:
                 from onnxruntime.quantization import QuantType, quantize_dynamic
                 quantize_dynamic(str(onnx_dir / MODEL_FILE), str(Path(tmp) / "int8.onnx"), weight_type=QuantType.QInt8)
@@ -115,10 +95,8 @@ def main() -> int:
             if name.startswith("torch"):
                 encode = torch_backend(name.split("-")[1])
             else:
-                model = onnx_dir / MODEL_FILE if name == "onnx-fp32" else Path(tmp) / "int8.onnx"
-                encode = onnx_backend(model, onnx_dir / TOKENIZER_FILE, int(spec["max_seq_length"]), args.threads,
-                                      list(spec["input_names"]))
-            encode(texts[:BATCH])    # warm-up: model load, first kernels
+                encode = onnx_backend(onnx_dir, args.threads, None if name == "onnx-fp32" else Path(tmp) / "int8.onnx")
+            encode(texts[:32])    # warm-up: model load, first kernels
             started = time.perf_counter()
             vectors[name] = np.asarray(encode(texts), dtype=np.float32)
             seconds = time.perf_counter() - started

@@ -7,6 +7,7 @@ because a hub name without it hangs here for over a minute waiting for the netwo
 """
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 
@@ -63,6 +64,7 @@ def _load(name: str, dtype: str):
     return model
 
 
+@functools.cache
 def native_bf16() -> bool:
     """Whether this CPU multiplies bf16 matrices in hardware (AMX or AVX512-BF16). Only there is bf16 the
     faster choice. Measured with bench/embed_backends.py on click's chunk texts: on a Xeon with AMX-BF16,
@@ -82,21 +84,23 @@ def native_bf16() -> bool:
     return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
 
 
-def resolve_dtype(dtype: str) -> str:
-    """NAV_EMBED_DTYPE as the model runs it: "auto" becomes bf16 or fp32 by what the CPU does natively."""
+def _checked_dtype(dtype: str) -> str:
     if dtype not in ("auto", "bf16", "fp32"):
         raise ModelError(f"unknown NAV_EMBED_DTYPE {dtype!r}", hint="use auto (the default), bf16 or fp32")
-    if dtype == "auto":
+    return dtype
+
+
+def resolve_dtype(dtype: str) -> str:
+    """NAV_EMBED_DTYPE as the model runs it: "auto" becomes bf16 or fp32 by what the CPU does natively."""
+    if _checked_dtype(dtype) == "auto":
         return "bf16" if native_bf16() else "fp32"
     return dtype
 
 
 class Embedder:
     def __init__(self, model_name: str = DEFAULT_EMBED_MODEL, dtype: str = "auto"):
-        if dtype not in ("auto", "bf16", "fp32"):
-            raise ModelError(f"unknown NAV_EMBED_DTYPE {dtype!r}", hint="use auto (the default), bf16 or fp32")
         self.model_name = model_name
-        self.dtype = dtype   # resolved when the model loads, so constructing an Embedder never imports torch
+        self.dtype = _checked_dtype(dtype)   # resolved when the model loads, so constructing an Embedder never imports torch
 
     @property
     def identity(self) -> str:

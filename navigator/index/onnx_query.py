@@ -35,6 +35,7 @@ from typing import TypeVar
 
 from navigator.core.config import Config
 from navigator.core.errors import ModelError
+from navigator.index.embedder import DOCUMENT_BATCH
 
 T = TypeVar("T")
 
@@ -432,7 +433,7 @@ class OnnxQueryEncoder:
         feeds = {name: np.asarray([columns[name]], dtype=np.int64) for name in self.input_names}
         return _l2(self._pooled(feeds))[0].astype(np.float32)
 
-    def encode_documents(self, texts, on_batch: Callable[[int], None] | None = None, batch: int = 32):
+    def encode_documents(self, texts, on_batch: Callable[[int], None] | None = None, batch: int = DOCUMENT_BATCH):
         """L2-normalised float32 rows for `texts`, in their order, computed in length-sorted padded batches
         (the padding is masked out of the mean pooling, so a row does not depend on its batch). Same
         contract as Embedder.encode_documents, which the indexer uses instead where bf16 is native."""
