@@ -101,6 +101,28 @@ def test_damaged_nav_db_pages_are_reported_and_rebuild_recovers(tmp_path, nav_en
     assert json.loads(nav("status", str(root), "--json").stdout)["state"] == "fresh"
 
 
+def test_index_refuses_a_damaged_nav_db_wherever_the_damage_is_and_writes_nothing(tmp_path, nav_env):
+    """Damage in pages no early read touches (measured: the tail of the chunk and cache tables) let a plain
+    `nav index` commit a new generation into the damaged file and exit 0. Every window must be refused, with
+    the --rebuild hint, before anything is written."""
+    from navigator.core.errors import IndexCorruptError
+    root = built(tmp_path, modules=40)
+    db = root / ".nav" / "nav.db"
+    pristine = db.read_bytes()
+    pages = len(pristine) // 4096
+    assert pages > 40
+    for start in range(2, pages - 4, 4):
+        for suffix in ("-wal", "-shm"):
+            db.with_name(db.name + suffix).unlink(missing_ok=True)
+        db.write_bytes(pristine)
+        damage(db, start * 4096, 4 * 4096, seed=start)
+        before = db.read_bytes()
+        with pytest.raises(IndexCorruptError) as caught:
+            build_index(root, Config.from_env())
+        assert "--rebuild" in caught.value.hint, start
+        assert db.read_bytes() == before, f"pages {start}-{start + 3}: the refused run wrote into nav.db"
+
+
 def test_damaged_chroma_sqlite_is_rebuilt_by_a_plain_index(tmp_path, nav_env):
     """Case 3: a damaged chroma.sqlite3; search rightly said run `nav index`, which then failed with four
     chained chromadb tracebacks."""

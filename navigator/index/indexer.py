@@ -111,7 +111,15 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
 def _open_run(repo_root: Path, index_dir: Path, config: Config, summary, progress_stream, embed_fn) -> IndexRun:
     """The run's connection and embedder, refused before any work when the index holds another embedder's vectors."""
     from navigator.index.embedder import Embedder
+    from navigator.index.repair import corrupt_database, quick_check
+    existed = (index_dir / store.DB_NAME).exists()
     conn = store.connect(index_dir, create=True)
+    # A damaged nav.db is refused before this run writes a generation into it (every page is read: ~0.3 s
+    # per 100 MB, small beside any index run), so the failed run leaves the index as it found it.
+    damage = quick_check(conn) if existed else None
+    if damage is not None:
+        conn.close()
+        raise corrupt_database(index_dir / store.DB_NAME, damage)
     embedder = Embedder(config.embed_model, config.embed_dtype)
     # Parsed before any work: a malformed URL is a usage error, not a failure after embedding.
     server = chroma_server(config.chroma_url, repo_root, embedder.identity, config.chroma_collection)

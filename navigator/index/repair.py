@@ -51,7 +51,7 @@ def quick_check(conn: sqlite3.Connection) -> str | None:
     return "; ".join(str(r[0]) for r in rows[:3]) or "quick_check returned nothing"
 
 
-def corrupt_database(db_path: Path | str, exc: BaseException) -> IndexCorruptError:
+def corrupt_database(db_path: Path | str, exc: BaseException | str) -> IndexCorruptError:
     return IndexCorruptError(f"the index database {db_path} is damaged ({exc})", hint=REBUILD_HINT)
 
 
