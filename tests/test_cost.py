@@ -147,7 +147,12 @@ def test_report_on_a_real_repository(small_repo, tmp_path):
     small_window = corpus - last + longest_q + 100
     prices = write(tmp_path, "prices.toml", TABLE.format(small_window=small_window))
 
-    report = cost_report(root, queries_path=str(queries), turns=4, budget=300, retriever="bm25", prices=prices)
+    opened = []
+    real_open = NavIndex.open.__func__
+    with pytest.MonkeyPatch.context() as mp:   # the index (and its postings and model) opens once, not per question
+        mp.setattr(NavIndex, "open", classmethod(lambda cls, *a, **k: opened.append(a) or real_open(cls, *a, **k)))
+        report = cost_report(root, queries_path=str(queries), turns=4, budget=300, retriever="bm25", prices=prices)
+    assert len(opened) == 1 and len(report.questions) == 3
     big, small = report.models
     assert report.corpus_tokens == corpus and big.paste_tokens == corpus and not big.partial
     assert small.partial and small.paste_tokens == corpus - last and small.left_out_files == 1

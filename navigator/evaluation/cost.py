@@ -376,7 +376,7 @@ def cost_report(repo: str | Path | None, *, question: str | None = None, queries
                 retriever: str | None = None, prices: str | Path | None = None,
                 config: Config | None = None) -> CostReport:
     """Measure both arms on one question or a query set (exactly one of the two) over an indexed repository."""
-    from navigator.context.build import DEFAULT_BUDGET, build_context
+    from navigator.context.build import DEFAULT_BUDGET, context_from_open_index, load_selector
     from navigator.index.nav_index import NavIndex
     if (question is None) == (queries_path is None):
         raise UsageError("nav cost takes either one question or --queries FILE, not both and not neither")
@@ -402,11 +402,13 @@ def cost_report(repo: str | Path | None, *, question: str | None = None, queries
     longest_question = max(estimate_tokens(text) for _, _, _, text, _ in asked)
     pastes = {m.name: paste_repository(file_texts, m.window - longest_question - table.answer_tokens) for m in chosen}
     whole = paste_repository(file_texts, 10 ** 12)
-    from retrievers.registry import selected_name
+    from retrievers.registry import get_retriever, selected_name
     name = selected_name(retriever, config)
+    # One index, retriever and policy for every question: the model and postings load once.
+    ranker, selector = get_retriever(name, index, config), load_selector(None, config)
     measured: list[QuestionCost] = []
     for qid, category, lang, text, query in asked:
-        envelope = build_context(text, budget, index.root, name, config)
+        envelope = context_from_open_index(text, budget, index, ranker, name, selector)
         nav_tokens = estimate_tokens(envelope.render_text())
         nav_recall, long_recall = None, {m.name: None for m in chosen}
         if query is not None:
