@@ -142,6 +142,12 @@ def test_scripted_worker_meets_every_decision_the_rules_say(tuned_repo, tmp_path
     assert len(lines) == 8 and lines[0]["diff"].startswith("--- a/selection.py") and lines[0]["metrics"]["accuracy"] >= 0.75
     report = result.report_path.read_text()
     assert "Holdout, paired query by query" in report and "## Kept edits" in report
+    # the dev frontier's policies are also scored on the holdout, each paired with plain top-5
+    assert [p["trial"] for p in result.holdout_frontier] == [p["trial"] for p in result.frontier]
+    winner_point = next(p for p in result.holdout_frontier if p["trial"] == 1)
+    assert winner_point["lost"] == result.holdout["versus_top_k"]["lost"]
+    assert winner_point["versus_top_k"] == result.holdout["versus_top_k"]["token_change"]
+    assert "## The same policies on the holdout" in report
 
 
 def test_folder_worker_applies_patches_and_rejects_other_files(tuned_repo, tmp_path):

@@ -21,7 +21,7 @@ def write_report(result, *, budget: int, retriever: str, queries_path: str) -> P
     payload = {"queries": str(queries_path), "retriever": retriever, "budget": budget,
                "thresholds": result.thresholds, "start_dev": result.start_dev, "winner_dev": result.winner_dev,
                "winner_trial": result.winner_trial, "holdout": result.holdout, "top_k_reference": result.reference,
-               "frontier": result.frontier, "trials": result.trials, "winner_file": str(result.winner_path)}
+               "frontier": result.frontier, "holdout_frontier": result.holdout_frontier, "trials": result.trials, "winner_file": str(result.winner_path)}
     (result.out_dir / "report.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n",
                                                 encoding="utf-8")
     th = result.thresholds
@@ -49,6 +49,17 @@ def write_report(result, *, budget: int, retriever: str, queries_path: str) -> P
                           f"tokens {v['token_change']:+.1%}."]
     lines += ["", "## Frontier (accuracy against mean tokens, dev)", "", "| trial | accuracy | mean tokens |", "|---|---|---|"]
     lines += [f"| {p['trial']} | {p['accuracy']:.3f} | {p['mean_tokens']:.0f} |" for p in result.frontier]
+    if result.holdout_frontier:
+        lines += ["", "## The same policies on the holdout, each paired with plain top-5",
+                  "", "Scored after the winner was chosen; not used to choose it. A negative token change is a cut.",
+                  "", "| trial | accuracy | mean tokens | tokens vs top-5 | held-out answers lost / gained vs top-5 |",
+                  "|---|---|---|---|---|"]
+        for p in result.holdout_frontier:
+            if "accuracy" not in p:
+                lines.append(f"| {p['trial']} | {p['status']} | | | {_cell(p['reason'])} |")
+                continue
+            lines.append(f"| {p['trial']} | {p['accuracy']:.3f} | {p['mean_tokens']:.0f} | {p['versus_top_k']:+.1%} | "
+                         f"{len(p['lost'])} ({', '.join(p['lost']) or '-'}) / {len(p['gained'])} |")
     lines += ["", "## Trials", "", "| # | family | decision | reason | hypothesis |", "|---|---|---|---|---|"]
     for t in result.trials:
         lines.append(f"| {t['trial']} | {t['family']} | {t['decision']} | {_cell(t['reason'])} | {_cell(t['hypothesis'])} |")

@@ -29,6 +29,9 @@ class TuneResult:
     holdout: dict | None
     reference: dict
     frontier: list[dict] = field(default_factory=list)
+    # The dev frontier's policies on the holdout, each paired with plain top-5: where cuts start losing
+    # held-out answers. Scored after the winner is chosen and never used to choose it.
+    holdout_frontier: list[dict] = field(default_factory=list)
     winner_path: Path | None = None
     report_path: Path | None = None
 
@@ -120,11 +123,33 @@ def run_tune(queries_path: str, repo: str | None, worker, *, trials: int = 20, h
         held_result["versus_top_k"] = holdout(_top_k_score(frozen_held), winner_held, seed=seed).to_json()
     winner_path = out / f"winner-{policy_name}"
     winner_path.write_text(incumbent_source, encoding="utf-8")
+    dev_frontier = frontier(scored)
+    held_frontier = _holdout_frontier(out, policy_name, dev_frontier, frozen_held, budget, name, limits, seed)
     result = TuneResult(out, thresholds.to_json(), log.entries, start_dev.summary(), incumbent_score.summary(),
                         winner_trial, held_result, _top_k_reference(frozen_dev, frozen_held),
-                        frontier(scored), winner_path)
+                        dev_frontier, held_frontier, winner_path)
     result.report_path = write_report(result, budget=budget, retriever=name, queries_path=queries_path)
     return result
+
+
+def _holdout_frontier(out: Path, policy_name: str, dev_frontier: list[dict], frozen_held: list, budget: int,
+                      retriever: str, limits: SandboxLimits, seed: int) -> list[dict]:
+    from navigator.tuning.supervisor import holdout
+    if not frozen_held:
+        return []
+    top_k = _top_k_score(frozen_held)
+    points = []
+    for point in dev_frontier:
+        score = score_policy(out / "trials" / f"{point['trial']:03d}" / policy_name, frozen_held, budget, retriever,
+                             limits)
+        if not score.ok:
+            points.append({"trial": point["trial"], "status": score.status, "reason": score.reason})
+            continue
+        paired = holdout(top_k, score, seed=seed)
+        points.append({"trial": point["trial"], "accuracy": round(score.accuracy, 4),
+                       "mean_tokens": round(score.mean_tokens, 1), "versus_top_k": paired.token_change,
+                       "lost": paired.lost, "gained": paired.gained})
+    return points
 
 
 def _write_trial(out: Path, trial: int, policy_name: str, source: str) -> Path:
