@@ -256,7 +256,7 @@ def _aggregate(chunks: Sequence) -> list[str]:
             best[r.chunk.path] = worth
         else:
             rest[r.chunk.path] += worth
-    return sorted(best, key=lambda p: -(best[p] + SUM_DAMPING * rest[p]))
+    return sorted(best, key=lambda p: (-(best[p] + SUM_DAMPING * rest[p]), p))
 
 
 def _definitions(analysis: QueryAnalysis, cat: FileCatalog) -> tuple[list[str], dict[str, list[str]]]:
@@ -271,7 +271,8 @@ def _definitions(analysis: QueryAnalysis, cat: FileCatalog) -> tuple[list[str], 
         for path in files:
             score[path] += worth
             named[path].append(name)
-    return sorted(score, key=lambda p: -score[p]), dict(named)
+    # Ties go to the path: the names' file sets iterate in hash order, which changes from process to process.
+    return sorted(score, key=lambda p: (-score[p], p)), dict(named)
 
 
 def _mentioned(analysis: QueryAnalysis, cat: FileCatalog) -> list[str]:
@@ -294,7 +295,7 @@ def _message_parts(message: str) -> list[str]:
     values and format placeholders, each at least MIN_MESSAGE_CHARS long, longest first."""
     text = re.sub(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt)\s*:\s*", "", message.strip())
     parts = re.split(r"'[^']*'|\"[^\"]*\"|<[^>]*>|\{[^}]*\}|%[sdr]|\d+", text)
-    return sorted({p.strip(" .,:;") for p in parts if len(p.strip(" .,:;")) >= MIN_MESSAGE_CHARS}, key=len, reverse=True)
+    return sorted({p.strip(" .,:;") for p in parts if len(p.strip(" .,:;")) >= MIN_MESSAGE_CHARS}, key=lambda p: (-len(p), p))
 
 
 def _errors(analysis: QueryAnalysis, cat: FileCatalog) -> list[str]:
@@ -307,7 +308,7 @@ def _errors(analysis: QueryAnalysis, cat: FileCatalog) -> list[str]:
                 score[path] += 1
             if files:
                 break
-    return sorted(score, key=lambda p: -score[p])
+    return sorted(score, key=lambda p: (-score[p], p))
 
 
 def _defining_chunk(cat: FileCatalog, path: str, names: list[str]):

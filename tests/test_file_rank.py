@@ -87,6 +87,26 @@ def test_the_prior_setting_is_checked():
             _prior_setting(bad)
 
 
+def test_evidence_ties_are_broken_by_path_not_by_hash_order():
+    """The definitions of a name are a set, iterated in hash order that changes with each process
+    (PYTHONHASHSEED): a tie must not decide a rank by it (django__django-10924 moved between rank 1 and 2)."""
+    from types import SimpleNamespace
+    from retrievers.file_rank import _definitions, _errors, _message_parts
+    from retrievers.query_analysis import analyse_query
+    analysis = analyse_query("FileField and ImageField both break: FileField.deconstruct drops ImageField.storage")
+    for order in (["z/fields.py", "m/files.py", "a/forms.py"], ["a/forms.py", "z/fields.py", "m/files.py"]):
+        catalog = SimpleNamespace(definitions={"FileField": order, "ImageField": list(reversed(order))})
+        ranked, named = _definitions(analysis, catalog)
+        assert ranked == ["a/forms.py", "m/files.py", "z/fields.py"]
+    assert _message_parts("ValueError: cannot serialize 'x' because deconstruct failed") == \
+        ["because deconstruct failed", "cannot serialize"]
+    assert _message_parts("E: 'q' abcdefghijklmn 'r' abcdefghijklmm") == ["abcdefghijklmm", "abcdefghijklmn"]
+    files = {"second message here": ["z.py", "a.py"]}
+    catalog = SimpleNamespace(files_containing=lambda part: files.get(part, []))
+    errors = SimpleNamespace(errors=["RuntimeError: second message here"])
+    assert _errors(errors, catalog) == ["a.py", "z.py"]
+
+
 def nav(*args: str, stdin: str | None = None):
     env = dict(os.environ, PYTHONPATH=str(SOURCE))
     return subprocess.run([sys.executable, "-m", "navigator", *args], input=stdin, capture_output=True, text=True,
