@@ -95,6 +95,11 @@ class GraphRetriever(Retriever):
         return self.hybrid.last_depth
 
     @property
+    def bm25(self):
+        """Hybrid's bm25 head, so a file ranking over this retriever loads the postings once."""
+        return self.hybrid.bm25
+
+    @property
     def graph(self) -> SymbolGraph:
         if self._graph is None:
             self._graph = SymbolGraph(self.index.conn)

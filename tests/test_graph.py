@@ -260,6 +260,26 @@ def test_a_class_hit_brings_its_constructor_and_the_constants_it_reads(tmp_path,
     assert all(a.score >= b.score for a, b in zip(results, results[1:]))
 
 
+def test_the_default_search_is_the_graph_and_its_file_ranking_loads_the_postings_once(tmp_path, nav_env, monkeypatch):
+    """patches/0011: without --retriever or RETRIEVER, search lifts graph neighbours; a file ranking over it
+    reuses hybrid's bm25 head instead of loading a second copy of the postings."""
+    from navigator.context.search import search
+    from retrievers.file_rank import FileRanker
+    monkeypatch.setenv("NAV_PROSE_BM25", "1")      # random test vectors: see the test above
+    root = make_layout(tmp_path / "repo")
+    build_index(root, Config.from_env())
+    response = search(root, "zebrafish layout engine", 5, None)
+    assert response.retriever == "graph"
+    by_symbol = {r.chunk.symbol: r for r in response.results}
+    assert "graph" in by_symbol["ZebraFormatter.__init__"].heads       # brought in by the class hit
+    assert response.to_json()["retriever"] == "graph"
+    index = NavIndex.open(root, Config.from_env())
+    ranker = FileRanker(index, Config.from_env(), base="graph")
+    assert ranker.bm25 is ranker.base.hybrid.bm25
+    files = [hit.path for hit in ranker.rank("zebrafish layout engine", 3)]
+    assert files[0] == "layout/formatter.py"
+
+
 def test_without_a_graph_the_retriever_is_hybrid_and_says_so(tmp_path, nav_env):
     from retrievers.graph import NO_GRAPH_NOTE
     from retrievers.registry import get_retriever

@@ -104,7 +104,7 @@ def test_search_ranks_chunks_and_files_with_the_index_state(server):
     text, is_error = session.call("search", query="MAX_RETRIES_3 how many retries for feature 3", k=3)
     assert not is_error, text
     lines = text.splitlines()
-    assert lines[0].startswith("index: fresh (") and lines[1] == "retriever: hybrid"
+    assert lines[0].startswith("index: fresh (") and lines[1] == "retriever: graph"
     assert lines[2].startswith(" 1. pkg/mod3.py:") and "MAX_RETRIES_3 = 3" in text
     assert sum(1 for line in lines if line[:4].strip().rstrip(".").isdigit()) == 3
 

@@ -115,6 +115,7 @@ class SelectionParams:
 
 def params_for_retriever(retriever: str, **overrides) -> SelectionParams:
     """SelectionParams with the score floor that fits a built-in retriever's score scale."""
+    retriever = "hybrid" if retriever == "graph" else retriever   # graph ranks with hybrid's scores
     floors: dict[str, float] = {"bm25": 0.0}  # BM25 0: no query term occurs in the chunk
     # RRF scores are flat (rank 1 in one head = 1/61, in both = 2/61): a bar at half the best admits
     # nearly everything, so hybrid needs a tighter relative bar (measured: bench/selection_grid.py).

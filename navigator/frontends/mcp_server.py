@@ -27,9 +27,10 @@ MAX_K = 50
 FILE_LEVEL_CHUNK_DEPTH = 5    # chunks retrieved per file asked for, to fill the file-level ranking
 FILE_LEVEL_SPANS_SHOWN = 3    # matching spans listed per file, best first; the rest are counted
 
-INSTRUCTIONS = """nav searches one local repository through a prebuilt index (hybrid vector + BM25 over
-code-aware chunks). Start with `context` for a question (a budgeted selection of code that says what it left
-out and whether the evidence is enough), or `search` for a ranked list; then `read_span` to read exact lines.
+INSTRUCTIONS = """nav searches one local repository through a prebuilt index (vector + BM25 over code-aware
+chunks, fused, then lifted along the symbol graph). Start with `context` for a question (a budgeted selection
+of code that says what it left out and whether the evidence is enough), or `search` for a ranked list; then
+`read_span` to read exact lines.
 Results report the index state: when it says STALE, files changed since the index was built; call `reindex`
 if the changed files matter to the question."""
 
