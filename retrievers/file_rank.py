@@ -45,7 +45,8 @@ CHUNK_DEPTH = 200          # chunks read from the base retriever
 CHUNK_RRF_K = 10.0         # a chunk's worth: 1/(CHUNK_RRF_K + rank)
 SUM_DAMPING = 0.3          # weight of a file's chunks after its best one
 FILE_RRF_K = 10.0          # fusion constant between the evidence rankings (files, not chunks: top ranks count)
-HEAD_WEIGHTS = {"chunks": 1.0, "file_bm25": 1.0, "defines": 0.2, "mentioned": 0.5, "title": 0.5, "errors": 0.5}
+# title 0.5 -> 1.0: a report's own summary weighs as much as its body of code and logs (patches/0012)
+HEAD_WEIGHTS = {"chunks": 1.0, "file_bm25": 1.0, "defines": 0.2, "mentioned": 0.5, "title": 1.0, "errors": 0.5}
 MIN_MESSAGE_CHARS = 12     # shorter fixed parts of a message match too much to be evidence
 FILE_BM25_K1, FILE_BM25_B = 1.2, 0.75
 NON_SOURCE_PRIOR = 0.5
