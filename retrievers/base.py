@@ -2,14 +2,32 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from chunkers.base import CodeChunk
+from navigator.core.errors import UsageError
 
 if TYPE_CHECKING:
     from navigator.core.config import Config
     from navigator.index.nav_index import NavIndex
+
+
+def number_setting(extra: Mapping[str, str], name: str, default, *, valid: Callable[[float], bool], wanted: str,
+                   hint: str, cast: Callable[[str], float] = float):
+    """A retriever's numeric setting from the environment (config.extra): `default` when unset, else `cast` of
+    it, refused with a UsageError when it does not parse or `valid` rejects it (nan fails every comparison)."""
+    text = extra.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = cast(text)
+    except ValueError:
+        value = None
+    if value is None or not valid(value):
+        raise UsageError(f"{name} must be {wanted}, got {extra[name]!r}", hint=hint)
+    return value
 
 
 @dataclass(frozen=True)

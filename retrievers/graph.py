@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from navigator.core.errors import UsageError
 from navigator.index.graph import Definition, SymbolGraph
-from retrievers.base import HeadHit, RetrievedChunk, Retriever
+from retrievers.base import HeadHit, RetrievedChunk, Retriever, number_setting
 from retrievers.hybrid import HybridRetriever
 
 if TYPE_CHECKING:
@@ -51,19 +50,6 @@ MAX_CALLERS = 5              # per definition
 MAX_NAME_REFERENCES = 40     # a name used more often than this is too generic to follow to its callers
 
 
-def _positive(extra: Mapping[str, str], env: str, default, cast):
-    value = extra.get(env, "").strip()
-    if not value:
-        return default
-    try:
-        parsed = cast(value)
-    except ValueError:
-        parsed = None
-    if parsed is None or not parsed > 0:
-        raise UsageError(f"{env} must be a positive number, got {value!r}", hint="unset it for the default")
-    return parsed
-
-
 @dataclass(frozen=True)
 class GraphSettings:
     pool: int = 30
@@ -72,8 +58,11 @@ class GraphSettings:
 
     @classmethod
     def from_extra(cls, extra: Mapping[str, str]) -> "GraphSettings":
-        return cls(pool=_positive(extra, POOL_ENV, cls.pool, int), sources=_positive(extra, SOURCES_ENV, cls.sources, int),
-                   weight=_positive(extra, WEIGHT_ENV, cls.weight, float))
+        def positive(env: str, default, cast):
+            return number_setting(extra, env, default, valid=lambda v: v > 0, wanted="a positive number",
+                                  hint="unset it for the default", cast=cast)
+        return cls(pool=positive(POOL_ENV, cls.pool, int), sources=positive(SOURCES_ENV, cls.sources, int),
+                   weight=positive(WEIGHT_ENV, cls.weight, float))
 
 
 class GraphRetriever(Retriever):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from navigator.core.errors import IndexCorruptError, UsageError
 from navigator.index import multilingual
-from retrievers.base import HeadHit, RetrievedChunk, Retriever
+from retrievers.base import HeadHit, RetrievedChunk, Retriever, number_setting
 from retrievers.bm25 import HEAD as BM25_HEAD
 from retrievers.bm25 import NO_TERMS_NOTE, BM25Retriever
 from retrievers.crosslingual import has_cjk
@@ -75,21 +75,6 @@ def parse_head_weights(text: str) -> dict[str, float]:
     return weights
 
 
-def _number_setting(extra: Mapping[str, str], name: str, default: float, low: float, high: float,
-                    wanted: str, hint: str) -> float:
-    """A float setting from the environment, within [low, high] (nan and words are refused)."""
-    text = extra.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not low <= value <= high:
-        raise UsageError(f"{name} must be {wanted}, got {extra[name]!r}", hint=hint)
-    return value
-
-
 @dataclass(frozen=True)
 class HybridSettings:
     rrf_k: float = DEFAULT_RRF_K
@@ -99,8 +84,8 @@ class HybridSettings:
 
     @classmethod
     def from_extra(cls, extra: Mapping[str, str]) -> "HybridSettings":
-        rrf_k = _number_setting(extra, RRF_K_ENV, DEFAULT_RRF_K, 0, float("inf"), "a number >= 0",
-                                f"unset it for the default ({DEFAULT_RRF_K:g})")
+        rrf_k = number_setting(extra, RRF_K_ENV, DEFAULT_RRF_K, valid=lambda v: v >= 0, wanted="a number >= 0",
+                               hint=f"unset it for the default ({DEFAULT_RRF_K:g})")
         depth = None
         if extra.get(DEPTH_ENV, "").strip():
             value = extra[DEPTH_ENV].strip()
@@ -109,8 +94,9 @@ class HybridSettings:
                                  hint="unset it to scale the depth with the number of chunks")
             depth = int(value)
         weights = parse_head_weights(extra.get(WEIGHTS_ENV, ""))
-        prose = _number_setting(extra, PROSE_ENV, DEFAULT_PROSE_BM25, 0, 1, "a number from 0 to 1",
-                                f"1 keeps bm25's weight for prose questions; unset it for the default ({DEFAULT_PROSE_BM25:g})")
+        prose = number_setting(extra, PROSE_ENV, DEFAULT_PROSE_BM25, valid=lambda v: 0 <= v <= 1,
+                               wanted="a number from 0 to 1", hint="1 keeps bm25's weight for prose questions; "
+                               f"unset it for the default ({DEFAULT_PROSE_BM25:g})")
         return cls(rrf_k=rrf_k, weights=weights, depth=depth, prose_bm25=prose)
 
     def weights_for(self, query: str) -> dict[str, float]:

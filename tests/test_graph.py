@@ -401,3 +401,15 @@ def test_a_run_that_fails_in_the_graph_stage_changes_nothing(tmp_path, nav_env, 
     summary = build_index(root, Config.from_env())
     assert summary.files_changed == 1
     assert ("shop/pricing.py", "discount") in graph_rows(root, "SELECT path, qualname FROM graph_defs")
+
+
+def test_graph_settings_read_positive_numbers_and_refuse_the_rest():
+    from navigator.core.errors import UsageError
+    from retrievers.graph import GraphSettings
+    assert GraphSettings.from_extra({}) == GraphSettings(pool=30, sources=3, weight=1.0)
+    assert GraphSettings.from_extra({"NAV_GRAPH_POOL": " 12 ", "NAV_GRAPH_WEIGHT": "0.5"}) == \
+        GraphSettings(pool=12, sources=3, weight=0.5)
+    for bad in ({"NAV_GRAPH_POOL": "0"}, {"NAV_GRAPH_SOURCES": "1.5"}, {"NAV_GRAPH_WEIGHT": "nan"},
+                {"NAV_GRAPH_WEIGHT": "-1"}, {"NAV_GRAPH_POOL": "many"}):
+        with pytest.raises(UsageError, match=f"{next(iter(bad))} must be a positive number"):
+            GraphSettings.from_extra(bad)
