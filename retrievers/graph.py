@@ -6,7 +6,8 @@ weights in NEIGHBOUR_WEIGHTS; the record is patches/0004-graph-expansion). An in
 before it, not re-indexed since) is ranked by hybrid alone, with a note.
 
 Settings (environment, read through config.extra):
-  NAV_GRAPH_POOL      hybrid candidates re-scored (default 30; at least k)
+  NAV_GRAPH_POOL      hybrid candidates re-scored (default 50; at least k): a neighbour inside the pool keeps
+                      its own score under the lift, one outside starts from 0 (patches/0014)
   NAV_GRAPH_SOURCES   top hits whose neighbours are lifted (default 3)
   NAV_GRAPH_WEIGHT    share of a source's score passed along an edge of weight 1 (default 1: a constructor
                       reached from the top hit lands beside it)
@@ -52,7 +53,7 @@ MAX_NAME_REFERENCES = 40     # a name used more often than this is too generic t
 
 @dataclass(frozen=True)
 class GraphSettings:
-    pool: int = 30
+    pool: int = 50
     sources: int = 3
     weight: float = 1.0
 

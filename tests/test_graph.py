@@ -260,6 +260,32 @@ def test_a_class_hit_brings_its_constructor_and_the_constants_it_reads(tmp_path,
     assert all(a.score >= b.score for a, b in zip(results, results[1:]))
 
 
+def test_a_neighbour_hybrid_ranked_40th_still_lands_behind_its_source(tmp_path, nav_env, monkeypatch):
+    """patches/0014: a neighbour keeps its own hybrid score under the lift only inside the pool. With a pool of
+    30, a constant that hybrid ranked 40th started from 0 and stayed below rank 5 (and a search with k = 50 ranked
+    it higher than one with k = 5); with 50 it reaches the cap behind the class that reads it, whatever k."""
+    from retrievers.base import RetrievedChunk
+    from retrievers.registry import get_retriever
+    monkeypatch.setenv("NAV_HYBRID_DEPTH", "200")           # hybrid's depth on a corpus of 2,000 chunks (click)
+    root = make_layout(tmp_path / "repo")
+    for n in range(4, 14):                                   # enough chunks for a 60-deep hybrid ranking
+        write(root, f"pkg/extra{n}.py", "".join(f"def helper_{n}_{i}(x):\n    return x + {i}\n\n\n" for i in range(5)))
+    index = index_of(root)
+    retriever = get_retriever("graph", index, Config.from_env())
+    graph = SymbolGraph(index.conn)
+    cls = one(graph.definitions("ZebraFormatter"), "ZebraFormatter").chunk_id
+    max_width = one(graph.definitions("MAX_WIDTH"), "MAX_WIDTH").chunk_id
+    fillers = [c for c in index.chunks() if c.id not in {cls, max_width}]
+    assert len(fillers) >= 60
+    order = [index.chunk_by_id(cls)] + fillers[:38] + [index.chunk_by_id(max_width)] + fillers[38:60]
+    # hybrid's scores fall slowly, as fused reciprocal ranks do: rank 5 keeps 96% of rank 1's score
+    pool = [RetrievedChunk(chunk=c, score=1.0 - 0.01 * i, rank=i + 1) for i, c in enumerate(order)]
+    retriever.hybrid.retrieve = lambda query, k: pool[:k]
+    top5 = [r.chunk.id for r in retriever.retrieve("zebra layout", 5)]
+    assert top5[0] == cls and max_width in top5[:4]
+    assert [r.chunk.id for r in retriever.retrieve("zebra layout", 50)][:5] == top5
+
+
 def test_the_default_search_is_the_graph_and_its_file_ranking_loads_the_postings_once(tmp_path, nav_env, monkeypatch):
     """patches/0011: without --retriever or RETRIEVER, search lifts graph neighbours; a file ranking over it
     reuses hybrid's bm25 head instead of loading a second copy of the postings."""
@@ -406,7 +432,7 @@ def test_a_run_that_fails_in_the_graph_stage_changes_nothing(tmp_path, nav_env, 
 def test_graph_settings_read_positive_numbers_and_refuse_the_rest():
     from navigator.core.errors import UsageError
     from retrievers.graph import GraphSettings
-    assert GraphSettings.from_extra({}) == GraphSettings(pool=30, sources=3, weight=1.0)
+    assert GraphSettings.from_extra({}) == GraphSettings(pool=50, sources=3, weight=1.0)
     assert GraphSettings.from_extra({"NAV_GRAPH_POOL": " 12 ", "NAV_GRAPH_WEIGHT": "0.5"}) == \
         GraphSettings(pool=12, sources=3, weight=0.5)
     for bad in ({"NAV_GRAPH_POOL": "0"}, {"NAV_GRAPH_SOURCES": "1.5"}, {"NAV_GRAPH_WEIGHT": "nan"},
