@@ -43,13 +43,20 @@ def test_deleted_chroma_is_noticed_and_repaired_by_a_plain_index(tmp_path, nav_e
     index = NavIndex.open(root)
     assert index.state()["state"] == "fresh"
     assert len(index.vector_search("compute value scale", 5)) == 5
-    # Deleted again: a search repairs the derived store from nav.db itself (no model needed) rather than
-    # answering nothing.
+    # Deleted again: the exact search (the default on a local index this size) reads nav.db's vectors and never
+    # needed the store; chroma's approximate search repairs the derived store from nav.db itself (no model
+    # needed) rather than answering nothing.
     index.conn.close()
     shutil.rmtree(root / ".nav" / "chroma")
-    out = nav("search", "compute value scale", "--retriever", "vector", "-k", "5", "--json", "--repo", str(root))
-    assert out.returncode == 0, out.stderr
-    assert len(json.loads(out.stdout)["results"]) == 5
+    for mode in ("exact", "ann"):
+        os.environ["NAV_VECTOR_SEARCH"] = mode
+        try:
+            out = nav("search", "compute value scale", "--retriever", "vector", "-k", "5", "--json", "--repo", str(root))
+        finally:
+            del os.environ["NAV_VECTOR_SEARCH"]
+        assert out.returncode == 0, out.stderr
+        assert len(json.loads(out.stdout)["results"]) == 5
+        assert (root / ".nav" / "chroma").exists() == (mode == "ann")
     # A collection that lost some vectors (count != chunks) is resynced too.
     from navigator.index.vector_store import open_collection, release_vector_store
     release_vector_store(root / ".nav")   # the subprocess rebuilt the directory this process had open

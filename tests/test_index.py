@@ -14,7 +14,7 @@ import pytest
 
 from navigator.core.config import Config
 from navigator.core.errors import (EmbedderMismatchError, IndexCorruptError, IndexLockedError, IndexMissingError,
-                              InputError)
+                              InputError, UsageError)
 from navigator.index.nav_index import NavIndex, resolve_repo
 from navigator.index.indexer import IndexLock, build_index
 from tests.repo_factory import make_repo, write
@@ -281,6 +281,37 @@ def test_partial_vector_head_while_a_build_runs(tmp_path, nav_env):
     summary, spy = build(root)
     assert summary.chunks_embedded == len(spy.texts) > 0
     assert NavIndex.open(root).state()["vectors"] == "complete"
+
+
+def test_vector_search_on_a_local_index_is_exact_and_the_same_in_every_process(tmp_path, nav_env, monkeypatch):
+    """patches/0016: chroma's HNSW search missed true neighbours and returned a different top 200 from one process
+    to the next on a django index, so the same bug report ranked files differently run to run. A local index of
+    this size is searched exactly over nav.db's vectors: the brute-force cosine top k, ties to the id."""
+    import json
+    root = make_repo(tmp_path / "repo", modules=6)
+    build(root)
+    index = NavIndex.open(root)
+    query = "compute a scaled value"
+    got = index.vector_search(query, 12)
+    rows = index.conn.execute("SELECT c.id, c.path, e.vector FROM chunks c JOIN embeddings e "
+                              "ON e.content_hash = c.content_hash").fetchall()
+    ids = [r[0] for r in rows if not r[1].endswith(".csv")]           # data files stay lexical (embed rule)
+    vectors = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows if not r[1].endswith(".csv")])
+    q = np.asarray(index.embed_query(query), dtype=np.float32)
+    cosine = vectors @ q / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(q))
+    expected = sorted(zip(ids, cosine), key=lambda item: (-item[1], item[0]))[:12]
+    assert [cid for cid, _ in got] == [cid for cid, _ in expected]
+    assert np.allclose([s for _, s in got], [s for _, s in expected], atol=1e-5)
+    assert len(index.vector_search(query, 10_000)) == len(ids)
+    out = subprocess.run([sys.executable, "-m", "navigator", "search", query, "--retriever", "vector", "-k", "12",
+                          "--json", "--repo", str(root)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert [r["id"] for r in json.loads(out.stdout)["results"]] == [cid for cid, _ in got]
+    monkeypatch.setenv("NAV_VECTOR_SEARCH", "ann")                    # chroma's graph, still there on request
+    assert {cid for cid, _ in NavIndex.open(root, Config.from_env()).vector_search(query, 12)} <= set(ids)
+    monkeypatch.setenv("NAV_VECTOR_SEARCH", "fast")
+    with pytest.raises(UsageError, match="NAV_VECTOR_SEARCH"):
+        NavIndex.open(root, Config.from_env()).vector_search(query, 3)
 
 
 def test_second_concurrent_run_is_refused(tmp_path, nav_env):

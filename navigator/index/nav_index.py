@@ -10,7 +10,16 @@ from pathlib import Path
 from chunkers.base import CodeChunk
 from navigator.index import store
 from navigator.core.config import Config
-from navigator.core.errors import EmbedderMismatchError, IndexCorruptError, IndexMissingError, InputError
+from navigator.core.errors import EmbedderMismatchError, IndexCorruptError, IndexMissingError, InputError, UsageError
+
+# How the vector head searches a local index (NAV_VECTOR_SEARCH): `exact` scores the query against every chunk
+# vector in nav.db (deterministic, exact); `ann` asks chroma's HNSW graph, which is approximate and, measured on
+# chromadb 1.5.9, not even the same from one process to the next (the top 200 of a django bug report differed in
+# 8 ids between two runs, and the file ranking with them: patches/0016). `auto` is exact up to EXACT_SEARCH_LIMIT
+# chunks (~90 MB of vectors, ~15 ms a query), ann above it or with a chroma server (NAV_CHROMA_URL).
+VECTOR_SEARCH_ENV = "NAV_VECTOR_SEARCH"
+VECTOR_SEARCH_MODES = ("auto", "exact", "ann")
+EXACT_SEARCH_LIMIT = 60_000
 
 def resolve_repo(path: str | Path | None) -> Path:
     root = Path(path or ".").expanduser()
@@ -201,11 +210,12 @@ class NavIndex:
         return encoder.encode(text[:QUERY_CHAR_LIMIT])
 
     def vector_search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """(chunk id, cosine similarity), best first, through the chroma collection; over the chunks
-        embedded so far while the vector head is partial (none: no model is loaded)."""
+        """(chunk id, cosine similarity), best first, exactly over nav.db's vectors or through the chroma
+        collection (see VECTOR_SEARCH_ENV); over the chunks embedded so far while the vector head is partial
+        (none: no model is loaded)."""
         if self.vector_count == 0 or k <= 0:
             return []
-        if self._collection is None and self._query_encoder is None and not self._exact_only:
+        if self._collection is None and self._query_encoder is None and not self._searches_exactly:
             vec = self._embed_query_while_opening_chroma(query)
         else:
             vec = self.embed_query(query)
@@ -226,26 +236,47 @@ class NavIndex:
     def _exact_only(self) -> bool:
         return self.read_only and not self.config.chroma_url
 
+    @functools.cached_property
+    def _searches_exactly(self) -> bool:
+        mode = self.config.extra.get(VECTOR_SEARCH_ENV, "").strip().lower() or "auto"
+        if mode not in VECTOR_SEARCH_MODES:
+            raise UsageError(f"{VECTOR_SEARCH_ENV} must be one of {', '.join(VECTOR_SEARCH_MODES)}, got {mode!r}",
+                             hint="unset it for auto: exact up to "
+                                  f"{EXACT_SEARCH_LIMIT:,} chunks, chroma's approximate search above")
+        if self._exact_only or mode == "exact":
+            return True
+        return mode == "auto" and not self.config.chroma_url and self.chunk_count <= EXACT_SEARCH_LIMIT
+
     def _exact_search(self, vec, k: int) -> list[tuple[str, float]]:
-        """Cosine over every chunk vector in nav.db's cache: the read-only path (no chroma), exact."""
+        """Cosine over the chunk vectors in nav.db's cache that the vector head holds (this embedder's, of the
+        chunks the embed rule embeds), exact and the same in every process. Loaded on first use and again when
+        a build in progress has embedded more since."""
         import numpy as np
-        if self._matrix is None:
-            rows = self.conn.execute("SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
-                                     "ON e.content_hash = c.content_hash ORDER BY c.id").fetchall()
-            matrix = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 1), np.float32)
+        embedded = self.vector_count
+        if self._matrix is None or self._matrix[0] != embedded:
+            from navigator.index.embed_rule import embed_all, embed_excluded
+            identity = self.manifest.get("embedder", self.config.embed_model)
+            rows = self.conn.execute("SELECT c.id, c.path, e.vector FROM chunks c JOIN embeddings e "
+                                     "ON e.content_hash = c.content_hash WHERE e.model = ? ORDER BY c.id",
+                                     (identity,)).fetchall()
+            if not embed_all(self.config):
+                rows = [r for r in rows if not embed_excluded(r[1])]
+            matrix = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 1), np.float32)
             matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-            self._matrix = ([r[0] for r in rows], matrix)
-        ids, matrix = self._matrix
+            self._matrix = (embedded, [r[0] for r in rows], matrix)
+        _, ids, matrix = self._matrix
         if not ids:
             return []
         query = np.asarray(vec, dtype=np.float32)
         scores = matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))
-        top = np.argsort(-scores, kind="stable")[:k]
-        return [(ids[i], float(scores[i])) for i in top]
+        k = min(k, len(ids))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
+        ranked = sorted(((-float(scores[i]), ids[i]) for i in top))                  # ties go to the id
+        return [(cid, -negative) for negative, cid in ranked]
 
     def vector_search_by_vector(self, vec, k: int) -> list[tuple[str, float]]:
         from navigator.index.vector_store import server_errors
-        if self._exact_only:
+        if self._searches_exactly:
             return self._exact_search(vec, min(k, self.chunk_count))
         collection = self._chroma()
         k = min(k, self.vector_count)
