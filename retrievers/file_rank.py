@@ -21,8 +21,8 @@ on 4.0-5.0 (rag-eval/README.md, patches/0002): file BM25 is the strongest single
 noisiest (a report names the classes it uses, not only the one to fix), so they weigh least.
 
 A prior: files under tests/, docs/, examples/ (and test_*.py, conftest.py) have their fused score multiplied
-by NON_SOURCE_PRIOR (NAV_FILE_PRIOR, default 0.5; 1 turns it off) unless the query itself speaks of tests,
-docs or examples.
+by the factor of retrievers.source_prior (NAV_SOURCE_PRIOR, default 0.5) unless the query itself speaks of
+tests, docs or examples; the chunk rankings use the same rule.
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from retrievers.fusion import reciprocal_rank_fusion
 from retrievers.query_analysis import QueryAnalysis, analyse_query
+from retrievers.source_prior import asks_for_non_source, is_non_source, prior_setting
 
 if TYPE_CHECKING:
     from chunkers.base import CodeChunk
@@ -49,31 +50,7 @@ FILE_RRF_K = 10.0          # fusion constant between the evidence rankings (file
 HEAD_WEIGHTS = {"chunks": 1.0, "file_bm25": 1.0, "defines": 0.2, "mentioned": 0.5, "title": 1.0, "errors": 0.5}
 MIN_MESSAGE_CHARS = 12     # shorter fixed parts of a message match too much to be evidence
 FILE_BM25_K1, FILE_BM25_B = 1.2, 0.75
-NON_SOURCE_PRIOR = 0.5
-PRIOR_ENV = "NAV_FILE_PRIOR"
-_NON_SOURCE_DIR = re.compile(r"(^|/)(tests?|testing|docs?|examples?|samples?|benchmarks?)(/|$)")
-_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_tests?\.py|conftest\.py)$")
-_ASKS_NON_SOURCE = re.compile(r"\b(tests?|testing|pytest|unittest|docs?|documentation|examples?|samples?|benchmarks?)\b",
-                              re.IGNORECASE)
 FILE_RANK_MODES = ("evidence", "first")   # evidence: this module; first: a file at its first chunk's rank (SWE-bench)
-
-
-def _prior_setting(text: str) -> float:
-    from navigator.core.errors import UsageError
-    if not text.strip():
-        return NON_SOURCE_PRIOR
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 1:
-        raise UsageError(f"{PRIOR_ENV} must be a number in (0, 1], got {text!r}",
-                         hint=f"unset it for the default ({NON_SOURCE_PRIOR:g}); 1 turns the prior off")
-    return value
-
-
-def is_non_source(path: str) -> bool:
-    return bool(_NON_SOURCE_DIR.search(path) or _TEST_FILE.search(path))
 
 
 @dataclass
@@ -194,7 +171,7 @@ class FileRanker:
         from retrievers.registry import get_retriever
         self.index = index
         self.base_name = base
-        self.prior = _prior_setting(config.extra.get(PRIOR_ENV, ""))
+        self.prior = prior_setting(config.extra)
         self.base = get_retriever(base, index, config)
         # The hybrid retriever holds a bm25 head already; reuse it so the postings load once.
         self.bm25 = getattr(self.base, "bm25", None) or (self.base if isinstance(self.base, BM25Retriever)
@@ -231,11 +208,11 @@ class FileRanker:
             title_weights = saturated_query_weights(query_tokens(title))
             rankings["title"] = [p for p, _ in cat.file_bm25(title_weights, max(k, chunk_depth))]
         fused = reciprocal_rank_fusion(rankings, HEAD_WEIGHTS, FILE_RRF_K)
-        asks_non_source = bool(_ASKS_NON_SOURCE.search(query))
+        non_source_factor = 1.0 if asks_for_non_source(query) else self.prior
         positions = {head: {p: i for i, p in enumerate(ids, start=1)} for head, ids in rankings.items()}
         hits = []
         for path, score in fused:
-            prior = self.prior if (not asks_non_source and is_non_source(path)) else 1.0
+            prior = non_source_factor if is_non_source(path) else 1.0
             hits.append(FileHit(path=path, score=score * prior, rank=0, best_chunk=best_chunk.get(path),
                                 defines=named.get(path, []), prior=prior))
         hits.sort(key=lambda h: -h.score)   # stable: the fusion's tie order stays

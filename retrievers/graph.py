@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from navigator.index.graph import Definition, SymbolGraph
 from retrievers.base import HeadHit, RetrievedChunk, Retriever, number_setting
 from retrievers.hybrid import HybridRetriever
+from retrievers.source_prior import is_non_source
 
 if TYPE_CHECKING:
     from chunkers.base import CodeChunk
@@ -110,13 +111,19 @@ class GraphRetriever(Retriever):
         own = {hit.chunk.id: hit for hit in pool}
         final = {cid: hit.score for cid, hit in own.items()}
         bonus: dict[str, float] = defaultdict(float)
+        # The share passed to a test, doc or example neighbour counts as its own evidence does (source_prior).
+        non_source_factor = self.hybrid.non_source_factor(query)
+        paths = self.index.chunk_paths() if non_source_factor < 1.0 else {}
         for source in pool[:self.settings.sources]:
             # A neighbour rises by its share of the source's score, but never past the source: the hit that
             # earned the evidence keeps its place, its neighbours line up behind it.
             for chunk_id, edge_weight in self.neighbours(source.chunk):
                 ceiling = source.score * (1.0 - CEILING_MARGIN * (2.0 - edge_weight))   # stronger edges sit closer
                 mine = own[chunk_id].score if chunk_id in own else 0.0
-                lifted = min(mine + self.settings.weight * edge_weight * source.score, max(ceiling, mine))
+                share = self.settings.weight * edge_weight * source.score
+                if paths and is_non_source(paths.get(chunk_id, "")):
+                    share *= non_source_factor
+                lifted = min(mine + share, max(ceiling, mine))
                 if lifted > final.get(chunk_id, 0.0):
                     bonus[chunk_id] = lifted - mine
                     final[chunk_id] = lifted

@@ -6,6 +6,8 @@ Settings (environment, read through config.extra):
   NAV_HYBRID_DEPTH     candidates taken from each head (default: default_candidate_depth(number of chunks))
   NAV_PROSE_BM25       the factor on bm25's weight for an English question that names no code (default 0.25;
                        1 turns it off). See patches/0010-prose-query-fusion/.
+  NAV_SOURCE_PRIOR     what the fused score of a test, doc or example chunk counts for unless the question asks
+                       for one (default 0.5; 1 turns it off; retrievers.source_prior, patches/0015).
 
 A third head, `multilingual` (retrievers.multilingual), joins the fusion only for questions holding CJK text,
 when the index has multilingual vectors (NAV_MULTILINGUAL, navigator.index.multilingual); English questions are
@@ -27,6 +29,7 @@ from retrievers.fusion import DEFAULT_HEAD_WEIGHT, DEFAULT_RRF_K, default_candid
 from retrievers.multilingual import HEAD as MULTILINGUAL_HEAD
 from retrievers.multilingual import MISSING_HINT, MultilingualRetriever
 from retrievers.query_analysis import names_code
+from retrievers.source_prior import asks_for_non_source, is_non_source, prior_setting
 from retrievers.vector import embedding_query, vector_hits
 
 if TYPE_CHECKING:
@@ -116,6 +119,7 @@ class HybridRetriever(Retriever):
     def __init__(self, index: "NavIndex", config: "Config"):
         super().__init__(index, config)
         self.settings = HybridSettings.from_extra(config.extra)
+        self.prior = prior_setting(config.extra)
         self.bm25 = BM25Retriever(index, config)
         self.multilingual = MultilingualRetriever(index, config) if multilingual.enabled(config.extra) else None
         self._query_notes: list[str] = []
@@ -124,6 +128,18 @@ class HybridRetriever(Retriever):
     @property
     def notes(self) -> list[str]:
         return list(self._query_notes)
+
+    def non_source_factor(self, query: str) -> float:
+        """What a test, doc or example chunk's evidence counts for on this query (retrievers.source_prior)."""
+        return 1.0 if asks_for_non_source(query) else self.prior
+
+    def _with_source_prior(self, query: str, fused: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        factor = self.non_source_factor(query)
+        if factor >= 1.0:
+            return fused
+        paths = self.index.chunk_paths()
+        scored = [(cid, score * factor if is_non_source(paths.get(cid, "")) else score) for cid, score in fused]
+        return sorted(scored, key=lambda item: -item[1])      # stable: the fusion's tie order stays
 
     def retrieve(self, query: str, k: int) -> list[RetrievedChunk]:
         self._query_notes = []
@@ -164,7 +180,8 @@ class HybridRetriever(Retriever):
             for rank, (chunk_id, score) in enumerate(results, start=1):
                 hits.setdefault(chunk_id, {}).setdefault(head, HeadHit(rank=rank, score=score))
         fused = reciprocal_rank_fusion({h: [cid for cid, _ in r] for h, r in head_results.items()},
-                                       weights, self.settings.rrf_k)[:k]
+                                       weights, self.settings.rrf_k)
+        fused = self._with_source_prior(query, fused)[:k]
         out = []
         for rank, (chunk_id, score) in enumerate(fused, start=1):
             try:

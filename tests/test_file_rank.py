@@ -15,7 +15,8 @@ from navigator.core.config import Config
 from navigator.core.errors import InputError, UsageError
 from navigator.index.indexer import build_index
 from navigator.index.nav_index import NavIndex
-from retrievers.file_rank import FileRanker, file_ranking_records, is_non_source
+from retrievers.file_rank import FileRanker, file_ranking_records
+from retrievers.source_prior import is_non_source
 
 SOURCE = Path(__file__).resolve().parent.parent
 
@@ -79,12 +80,43 @@ def test_non_source_paths():
     assert not is_non_source("retrievers/bm25.py") and not is_non_source("django/contrib/testimony.py")
 
 
-def test_the_prior_setting_is_checked():
-    from retrievers.file_rank import NON_SOURCE_PRIOR, _prior_setting
-    assert _prior_setting("") == NON_SOURCE_PRIOR and _prior_setting("1") == 1.0
-    for bad in ("0", "2", "x", "-0.5"):
-        with pytest.raises(UsageError, match="NAV_FILE_PRIOR"):
-            _prior_setting(bad)
+def test_the_prior_setting_is_checked_and_its_older_name_still_read():
+    from retrievers.source_prior import NON_SOURCE_PRIOR, asks_for_non_source, prior_setting
+    assert prior_setting({}) == NON_SOURCE_PRIOR and prior_setting({"NAV_SOURCE_PRIOR": "1"}) == 1.0
+    assert prior_setting({"NAV_FILE_PRIOR": "0.8"}) == 0.8                                  # the name before 0015
+    assert prior_setting({"NAV_SOURCE_PRIOR": "0.3", "NAV_FILE_PRIOR": "0.8"}) == 0.3
+    for bad in ("0", "2", "x", "-0.5", "nan"):
+        with pytest.raises(UsageError, match="NAV_SOURCE_PRIOR"):
+            prior_setting({"NAV_SOURCE_PRIOR": bad})
+    with pytest.raises(UsageError, match="NAV_FILE_PRIOR"):
+        prior_setting({"NAV_FILE_PRIOR": "2"})
+    assert asks_for_non_source("where is chaining documented and tested")
+    assert asks_for_non_source("哪个测试覆盖了链式调用") and asks_for_non_source("文档在哪里")
+    assert not asks_for_non_source("how is the latest value read") and not asks_for_non_source("contest results")
+
+
+def test_chunk_rankings_discount_tests_unless_the_question_asks_for_them(real_repo, monkeypatch):
+    """patches/0015: the test file repeats the query's words more densely than the source does; hybrid (and graph
+    on top of it) rank it below the source unless the question speaks of tests, or the prior is turned off."""
+    from retrievers.registry import get_retriever
+    monkeypatch.setenv("NAV_PROSE_BM25", "1")      # random test vectors: keep BM25's evidence at full strength
+    query = "BM25Scorer okapi_idf saturated_query_weights"
+    test_path = "tests/test_scoring.py"
+
+    def rank_of_test(name: str, text: str, **env: str) -> int:
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        config = Config.from_env()
+        ranked = get_retriever(name, NavIndex.open(real_repo, config), config).retrieve(text, 30)
+        for key in env:
+            monkeypatch.delenv(key)
+        return next(r.rank for r in ranked if r.chunk.path == test_path)
+
+    for name in ("hybrid", "graph"):
+        unweighted = rank_of_test(name, query, NAV_SOURCE_PRIOR="1")
+        assert unweighted <= 2                          # dense in the query's words: first or second on evidence
+        assert rank_of_test(name, query) > unweighted   # the prior moves it below source chunks
+        assert rank_of_test(name, query + " in the tests") <= 2
 
 
 def test_evidence_ties_are_broken_by_path_not_by_hash_order():

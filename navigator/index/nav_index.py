@@ -60,6 +60,7 @@ class NavIndex:
                                     hint=f"run `nav index {root}`")
         self._chunks: list[CodeChunk] | None = None
         self._by_id: dict[str, CodeChunk] = {}      # every chunk loaded so far, by id
+        self._paths: dict[str, str] | None = None   # chunk id -> path, every chunk (chunk_paths)
         self._matrix = None
         self._collection = None
         self._query_encoder = None
@@ -96,6 +97,13 @@ class NavIndex:
         rows = store.select_where_in(self.conn, f"SELECT {store.CHUNK_COLUMNS} FROM chunks", "id", wanted)
         self._by_id.update((r[0], store.chunk_from_row(r)) for r in rows)
         return {cid: self._by_id[cid] for cid in chunk_ids if cid in self._by_id}
+
+    def chunk_paths(self) -> dict[str, str]:
+        """chunk id -> the path of its file, for every chunk, read once: a ranking can ask where its candidates
+        live before it loads any of them (~10 ms for 15k chunks)."""
+        if self._paths is None:
+            self._paths = dict(self.conn.execute("SELECT id, path FROM chunks").fetchall())
+        return self._paths
 
     def chunk_by_id(self, chunk_id: str) -> CodeChunk:
         """The chunk with this id; KeyError when the index holds none."""
