@@ -81,6 +81,9 @@ class FakeIndex:
     def chunk_by_id(self, chunk_id):
         return self._by_id[chunk_id]
 
+    def chunk_paths(self):
+        return {c.id: c.path for c in self._chunks}
+
     def bm25_tokens(self):
         self.bm25_token_calls += 1
         return self._stored
@@ -319,7 +322,8 @@ def test_hybrid_fuses_both_heads_and_fills_their_hits():
     vector_order = [CORPUS[i].id for i in (6, 0, 4, 9, 2, 1, 3, 5, 7, 8)]
     index = FakeIndex(CORPUS, vector_order=vector_order)
     query = "maximum number of retries"
-    results = HybridRetriever(index, Config(extra={"NAV_PROSE_BM25": "1"})).retrieve(query, 10)   # equal weights
+    # equal weights, and the tests/docs prior off: this test is about the fusion's arithmetic
+    results = HybridRetriever(index, Config(extra={"NAV_PROSE_BM25": "1", "NAV_SOURCE_PRIOR": "1"})).retrieve(query, 10)
     bm25 = BM25Retriever(FakeIndex(CORPUS), Config()).retrieve(query, 20)
     bm25_rank = {r.chunk.id: (r.rank, r.score) for r in bm25}
     vector_rank = {cid: rank for rank, cid in enumerate(vector_order, start=1)}
@@ -337,6 +341,12 @@ def test_hybrid_fuses_both_heads_and_fills_their_hits():
         else:
             assert "bm25" not in r.heads
     assert results[0].chunk.id in bm25_rank     # agreement of both heads beats a vector-only first place
+    # With the default prior (patches/0015) the doc chunk's fused score counts half; the others keep theirs.
+    with_prior = HybridRetriever(index, Config(extra={"NAV_PROSE_BM25": "1"})).retrieve(query, 10)
+    for r in with_prior:
+        assert r.score == pytest.approx(expected[r.chunk.id] * (0.5 if r.chunk.path.startswith("docs/") else 1.0))
+    assert [r.score for r in with_prior] == sorted((r.score for r in with_prior), reverse=True)
+    assert any(r.chunk.path.startswith("docs/") for r in with_prior)
 
 
 @pytest.mark.parametrize("query, prose", [
@@ -355,7 +365,8 @@ def test_prose_questions_scale_bm25_down_and_code_questions_keep_equal_weights(q
     assert settings.weights_for(query)["vector"] == 1.0
     assert HybridSettings.from_extra({"NAV_PROSE_BM25": "1"}).weights_for(query)["bm25"] == 1.0
     # the fused scores follow those weights
-    results = HybridRetriever(FakeIndex(CORPUS, vector_order=vector_order), Config()).retrieve(query, 10)
+    results = HybridRetriever(FakeIndex(CORPUS, vector_order=vector_order),
+                              Config(extra={"NAV_SOURCE_PRIOR": "1"})).retrieve(query, 10)   # the fusion alone
     bm25_weight = 0.25 if prose else 1.0
     for r in results:
         expected = sum(w / (60 + r.heads[h].rank) for h, w in (("vector", 1.0), ("bm25", bm25_weight)) if h in r.heads)

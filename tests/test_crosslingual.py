@@ -183,6 +183,9 @@ class FakeIndex:
     def chunk_by_id(self, chunk_id):
         return self._by_id[chunk_id]
 
+    def chunk_paths(self):
+        return {c.id: c.path for c in self._chunks}
+
     def bm25_tokens(self):
         return self._stored
 

@@ -130,15 +130,21 @@ def test_index_refuses_a_damaged_nav_db_wherever_the_damage_is_and_writes_nothin
         assert db.read_bytes() == before, f"pages {start}-{start + 3}: the refused run wrote into nav.db"
 
 
-def test_damaged_chroma_sqlite_is_rebuilt_by_a_plain_index(tmp_path, nav_env):
+def test_damaged_chroma_sqlite_is_rebuilt_by_a_plain_index(tmp_path, nav_env, monkeypatch):
     """Case 3: a damaged chroma.sqlite3; search rightly said run `nav index`, which then failed with four
-    chained chromadb tracebacks."""
+    chained chromadb tracebacks. The exact search (the default at this size, patches/0016) never reads the store
+    and still answers; chroma's own search says what to do."""
     root = built(tmp_path)
     chroma_db = root / ".nav" / "chroma" / "chroma.sqlite3"
     damage(chroma_db, 0, min(chroma_db.stat().st_size, 64 * 4096))
+    exact = nav("search", "compute value scale", "--retriever", "vector", "-k", "5", "--json", "--repo", str(root))
+    assert exact.returncode == 0, exact.stderr
+    assert len(json.loads(exact.stdout)["results"]) == 5
+    monkeypatch.setenv("NAV_VECTOR_SEARCH", "ann")
     search = nav("search", "compute value scale", "--retriever", "vector", "--repo", str(root))
     no_traceback(search)
     assert search.returncode == 3 and "nav index" in search.stderr, search.stderr
+    monkeypatch.delenv("NAV_VECTOR_SEARCH")
     index = nav("index", str(root))
     no_traceback(index)
     assert index.returncode == 0, index.stderr
