@@ -113,6 +113,11 @@ class HybridSettings:
         return max(k, self.depth if self.depth is not None else default_candidate_depth(n_chunks))
 
 
+NOTE_WINDOW = 10
+SOURCE_PRIOR_NOTE = ("source prior: {n} of the {window} best candidates are tests, docs or examples, counted x{factor:g}; "
+                     "name them in the question to rank them as code")
+
+
 class HybridRetriever(Retriever):
     name = "hybrid"
 
@@ -138,7 +143,13 @@ class HybridRetriever(Retriever):
         if factor >= 1.0:
             return fused
         paths = self.index.chunk_paths()
-        scored = [(cid, score * factor if is_non_source(paths.get(cid, "")) else score) for cid, score in fused]
+        discounted = {cid for cid, _ in fused if is_non_source(paths.get(cid, ""))}
+        # Say so when it changed what comes first: an agent cannot see that tests were pushed down.
+        among_first = sum(1 for cid, _ in fused[:NOTE_WINDOW] if cid in discounted)
+        if among_first:
+            self._query_notes.append(SOURCE_PRIOR_NOTE.format(n=among_first, window=min(NOTE_WINDOW, len(fused)),
+                                                              factor=factor))
+        scored = [(cid, score * factor if cid in discounted else score) for cid, score in fused]
         return sorted(scored, key=lambda item: -item[1])      # stable: the fusion's tie order stays
 
     def retrieve(self, query: str, k: int) -> list[RetrievedChunk]:

@@ -342,7 +342,12 @@ def test_hybrid_fuses_both_heads_and_fills_their_hits():
             assert "bm25" not in r.heads
     assert results[0].chunk.id in bm25_rank     # agreement of both heads beats a vector-only first place
     # With the default prior (patches/0015) the doc chunk's fused score counts half; the others keep theirs.
-    with_prior = HybridRetriever(index, Config(extra={"NAV_PROSE_BM25": "1"})).retrieve(query, 10)
+    hybrid = HybridRetriever(index, Config(extra={"NAV_PROSE_BM25": "1"}))
+    with_prior = hybrid.retrieve(query, 10)
+    # and the result says so, since an agent cannot see what was pushed down
+    assert any(n.startswith("source prior: 1 of the 10 best candidates are tests, docs") for n in hybrid.notes), hybrid.notes
+    hybrid.retrieve(query + " in the docs", 10)
+    assert not any(n.startswith("source prior") for n in hybrid.notes)
     for r in with_prior:
         assert r.score == pytest.approx(expected[r.chunk.id] * (0.5 if r.chunk.path.startswith("docs/") else 1.0))
     assert [r.score for r in with_prior] == sorted((r.score for r in with_prior), reverse=True)
