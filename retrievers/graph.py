@@ -96,6 +96,10 @@ class GraphRetriever(Retriever):
             self._graph = SymbolGraph(self.index.conn)
         return self._graph
 
+    @property
+    def last_fusion(self) -> dict | None:
+        return self.hybrid.last_fusion
+
     def retrieve(self, query: str, k: int) -> list[RetrievedChunk]:
         self._notes = []
         if k <= 0:

@@ -129,6 +129,7 @@ class HybridRetriever(Retriever):
         self.multilingual = MultilingualRetriever(index, config) if multilingual.enabled(config.extra) else None
         self._query_notes: list[str] = []
         self.last_depth: int | None = None    # candidates per head of the last retrieve
+        self.last_fusion: dict | None = None  # head weights, prose rule and source prior of the last retrieve
 
     @property
     def notes(self) -> list[str]:
@@ -154,6 +155,7 @@ class HybridRetriever(Retriever):
 
     def retrieve(self, query: str, k: int) -> list[RetrievedChunk]:
         self._query_notes = []
+        self.last_fusion = None
         if not query.strip():
             self._query_notes.append(NO_TERMS_NOTE)
             return []
@@ -190,6 +192,10 @@ class HybridRetriever(Retriever):
         for head, results in head_results.items():
             for rank, (chunk_id, score) in enumerate(results, start=1):
                 hits.setdefault(chunk_id, {}).setdefault(head, HeadHit(rank=rank, score=score))
+        # What decided the fusion of this query, for `nav search --explain` and the JSON result.
+        self.last_fusion = {"weights": {h: weights[h] for h in head_results},
+                            "prose_rule": weights[BM25_HEAD] != self.settings.weights[BM25_HEAD],
+                            "non_source_factor": self.non_source_factor(query)}
         fused = reciprocal_rank_fusion({h: [cid for cid, _ in r] for h, r in head_results.items()},
                                        weights, self.settings.rrf_k)
         fused = self._with_source_prior(query, fused)[:k]

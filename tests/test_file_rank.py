@@ -139,6 +139,20 @@ def test_evidence_ties_are_broken_by_path_not_by_hash_order():
     assert _errors(errors, catalog) == ["a.py", "z.py"]
 
 
+def test_explain_says_how_the_heads_were_weighed_and_what_the_prior_did(real_repo):
+    """The prose rule (0010) and the source prior (0015) change a ranking without a trace in the heads: --explain
+    and the JSON result say which weights and which factor this query got."""
+    from navigator.context.search import search
+    prose = search(real_repo, "how are the rankings of several heads combined into one", 3, "graph")
+    assert prose.fusion == {"weights": {"vector": 1.0, "bm25": 0.25}, "prose_rule": True, "non_source_factor": 0.5}
+    assert "fusion: bm25 x0.25, vector x1 (a prose question" in prose.render(explain=True)
+    assert "fusion:" not in prose.render() and prose.to_json()["fusion"]["weights"]["bm25"] == 0.25
+    code = search(real_repo, "which tests cover reciprocal_rank_fusion", 3, "hybrid")
+    assert code.fusion == {"weights": {"vector": 1.0, "bm25": 1.0}, "prose_rule": False, "non_source_factor": 1.0}
+    assert "tests, docs and examples x1 (asked for" in code.render(explain=True)
+    assert "fusion" not in search(real_repo, "reciprocal_rank_fusion", 3, "bm25").to_json()
+
+
 def nav(*args: str, stdin: str | None = None):
     env = dict(os.environ, PYTHONPATH=str(SOURCE))
     return subprocess.run([sys.executable, "-m", "navigator", *args], input=stdin, capture_output=True, text=True,

@@ -45,10 +45,23 @@ class SearchResponse:
 
     level: str = "chunk"
     deleted: set[str] = field(default_factory=set)   # result paths deleted from disk since the index was built
+    fusion: dict | None = None   # hybrid's head weights, prose rule and source prior for this query, if it fused
 
     def to_json(self) -> dict:
-        return {"query": self.query, "retriever": self.retriever, "level": self.level, "index": self.index_state,
-                "notes": self.notes, "results": [self._result_json(r) for r in self.results]}
+        out = {"query": self.query, "retriever": self.retriever, "level": self.level, "index": self.index_state,
+               "notes": self.notes, "results": [self._result_json(r) for r in self.results]}
+        if self.fusion is not None:
+            out["fusion"] = self.fusion
+        return out
+
+    def _fusion_line(self) -> str:
+        f = self.fusion
+        weights = ", ".join(f"{head} x{w:g}" for head, w in sorted(f["weights"].items()))
+        why = " (a prose question that names no code: NAV_PROSE_BM25)" if f["prose_rule"] else ""
+        prior = f["non_source_factor"]
+        tests = (f"; tests, docs and examples x{prior:g} (NAV_SOURCE_PRIOR)" if prior < 1
+                 else "; tests, docs and examples x1 (asked for, or NAV_SOURCE_PRIOR=1)")
+        return f"fusion: {weights}{why}{tests}"
 
     def _result_json(self, r) -> dict:
         out = r.to_json()
@@ -69,6 +82,8 @@ class SearchResponse:
             out.append(f"note: {note}")
         if not self.results and st["state"] != "empty":
             out.append(f"no results for {self.query!r} (retriever {self.retriever})")
+        if explain and self.fusion is not None:
+            out.append(self._fusion_line())
         if self.level == "file":
             out.extend(self._render_files(explain))
             return "\n".join(out)
@@ -149,7 +164,8 @@ def search_open_index(index, retriever, retriever_name: str, query: str, k: int)
     state = index.state()
     results = [] if index.chunk_count == 0 else retriever.retrieve(query, k)
     return SearchResponse(query, retriever_name, results, state, list(getattr(retriever, "notes", [])),
-                          deleted=deleted_result_paths(index, state, results))
+                          deleted=deleted_result_paths(index, state, results),
+                          fusion=getattr(retriever, "last_fusion", None) if results else None)
 
 
 def search(repo: str | Path | None, query: str, k: int, retriever_name: str | None, config: Config | None = None,

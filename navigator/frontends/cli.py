@@ -122,7 +122,7 @@ def cmd_status(path: str, as_json: bool) -> int:
 @click.option("-k", "k", type=int, default=10, show_default=True, help="number of results")
 @repo_option
 @retriever_option
-@click.option("--explain", is_flag=True, help="show which heads found each result, at which rank")
+@click.option("--explain", is_flag=True, help="show which heads found each result, at which rank, and how they were weighed")
 @click.option("--full", is_flag=True, help="print whole chunks instead of previews")
 @json_option("machine-readable output (see README)")
 def cmd_search(query: str | None, query_file: str | None, level: str, k: int, repo: str, retriever: str | None,
