@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from navigator.index.graph import Definition, SymbolGraph
 from retrievers.base import HeadHit, RetrievedChunk, Retriever, number_setting
 from retrievers.hybrid import HybridRetriever
-from retrievers.source_prior import is_non_source
+from retrievers.source_prior import factor_for, is_non_source
 
 if TYPE_CHECKING:
     from chunkers.base import CodeChunk
@@ -116,7 +116,7 @@ class GraphRetriever(Retriever):
         final = {cid: hit.score for cid, hit in own.items()}
         bonus: dict[str, float] = defaultdict(float)
         # The share passed to a test, doc or example neighbour counts as its own evidence does (source_prior).
-        non_source_factor = self.hybrid.non_source_factor(query)
+        non_source_factor = factor_for(self.hybrid.prior, query)
         paths = self.index.chunk_paths() if non_source_factor < 1.0 else {}
         for source in pool[:self.settings.sources]:
             # A neighbour rises by its share of the source's score, but never past the source: the hit that

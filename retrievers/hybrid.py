@@ -29,7 +29,7 @@ from retrievers.fusion import DEFAULT_HEAD_WEIGHT, DEFAULT_RRF_K, default_candid
 from retrievers.multilingual import HEAD as MULTILINGUAL_HEAD
 from retrievers.multilingual import MISSING_HINT, MultilingualRetriever
 from retrievers.query_analysis import names_code
-from retrievers.source_prior import asks_for_non_source, is_non_source, prior_setting
+from retrievers.source_prior import factor_for, is_non_source, prior_setting
 from retrievers.vector import embedding_query, vector_hits
 
 if TYPE_CHECKING:
@@ -135,12 +135,8 @@ class HybridRetriever(Retriever):
     def notes(self) -> list[str]:
         return list(self._query_notes)
 
-    def non_source_factor(self, query: str) -> float:
-        """What a test, doc or example chunk's evidence counts for on this query (retrievers.source_prior)."""
-        return 1.0 if asks_for_non_source(query) else self.prior
-
-    def _with_source_prior(self, query: str, fused: list[tuple[str, float]]) -> list[tuple[str, float]]:
-        factor = self.non_source_factor(query)
+    def _with_source_prior(self, factor: float, fused: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """The fused ranking with test, doc and example chunks counted x`factor` (retrievers.source_prior)."""
         if factor >= 1.0:
             return fused
         paths = self.index.chunk_paths()
@@ -195,10 +191,10 @@ class HybridRetriever(Retriever):
         # What decided the fusion of this query, for `nav search --explain` and the JSON result.
         self.last_fusion = {"weights": {h: weights[h] for h in head_results},
                             "prose_rule": weights[BM25_HEAD] != self.settings.weights[BM25_HEAD],
-                            "non_source_factor": self.non_source_factor(query)}
+                            "non_source_factor": factor_for(self.prior, query)}
         fused = reciprocal_rank_fusion({h: [cid for cid, _ in r] for h, r in head_results.items()},
                                        weights, self.settings.rrf_k)
-        fused = self._with_source_prior(query, fused)[:k]
+        fused = self._with_source_prior(self.last_fusion["non_source_factor"], fused)[:k]
         out = []
         for rank, (chunk_id, score) in enumerate(fused, start=1):
             try:

@@ -36,6 +36,11 @@ def asks_for_non_source(query: str) -> bool:
     return bool(_ASKS_NON_SOURCE.search(query))
 
 
+def factor_for(prior: float, query: str) -> float:
+    """What a test, doc or example's evidence counts for on this query: 1 when the query asks for them."""
+    return 1.0 if asks_for_non_source(query) else prior
+
+
 def prior_setting(extra: Mapping[str, str]) -> float:
     """The configured factor: NAV_SOURCE_PRIOR, else NAV_FILE_PRIOR, else NON_SOURCE_PRIOR; refused outside (0, 1]."""
     name = PRIOR_ENV if extra.get(PRIOR_ENV, "").strip() or not extra.get(OLD_PRIOR_ENV, "").strip() else OLD_PRIOR_ENV

@@ -29,7 +29,7 @@ def built(tmp_path: Path, modules: int = 6) -> Path:
     return root
 
 
-def test_deleted_chroma_is_noticed_and_repaired_by_a_plain_index(tmp_path, nav_env):
+def test_deleted_chroma_is_noticed_and_repaired_by_a_plain_index(tmp_path, nav_env, monkeypatch):
     """Case 1: `rm -rf .nav/chroma` gave 0 vector results with state fresh, and `nav index` did not repair it."""
     root = built(tmp_path)
     shutil.rmtree(root / ".nav" / "chroma")
@@ -49,14 +49,12 @@ def test_deleted_chroma_is_noticed_and_repaired_by_a_plain_index(tmp_path, nav_e
     index.conn.close()
     shutil.rmtree(root / ".nav" / "chroma")
     for mode in ("exact", "ann"):
-        os.environ["NAV_VECTOR_SEARCH"] = mode
-        try:
-            out = nav("search", "compute value scale", "--retriever", "vector", "-k", "5", "--json", "--repo", str(root))
-        finally:
-            del os.environ["NAV_VECTOR_SEARCH"]
+        monkeypatch.setenv("NAV_VECTOR_SEARCH", mode)
+        out = nav("search", "compute value scale", "--retriever", "vector", "-k", "5", "--json", "--repo", str(root))
         assert out.returncode == 0, out.stderr
         assert len(json.loads(out.stdout)["results"]) == 5
         assert (root / ".nav" / "chroma").exists() == (mode == "ann")
+    monkeypatch.delenv("NAV_VECTOR_SEARCH")
     # A collection that lost some vectors (count != chunks) is resynced too.
     from navigator.index.vector_store import open_collection, release_vector_store
     release_vector_store(root / ".nav")   # the subprocess rebuilt the directory this process had open
