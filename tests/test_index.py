@@ -314,6 +314,27 @@ def test_vector_search_on_a_local_index_is_exact_and_the_same_in_every_process(t
         NavIndex.open(root, Config.from_env()).vector_search(query, 3)
 
 
+def test_the_exact_product_runs_in_one_blas_thread_and_leaves_the_process_as_it_found_it(tmp_path, nav_env):
+    """Two OpenBLAS threads halved no wall time of a bug-report query but doubled its CPU time (the idle worker
+    spins after each product); the limit holds for the product only, so a program that imports nav keeps its
+    own BLAS threads."""
+    from threadpoolctl import threadpool_info
+    from navigator.index.nav_index import _one_blas_thread
+    root = make_repo(tmp_path / "repo", modules=2)
+    build(root)
+    index = NavIndex.open(root)
+
+    def blas_threads():
+        return [(i["filepath"], i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before, "numpy's BLAS should be loaded by now"
+    with _one_blas_thread():
+        assert {n for _, n in blas_threads()} == {1}
+    assert index.vector_search("compute a scaled value", 5)
+    assert blas_threads() == before
+
+
 def test_second_concurrent_run_is_refused(tmp_path, nav_env):
     root = make_repo(tmp_path / "repo", modules=1)
     config = Config.from_env()

@@ -21,6 +21,19 @@ VECTOR_SEARCH_ENV = "NAV_VECTOR_SEARCH"
 VECTOR_SEARCH_MODES = ("auto", "exact", "ann")
 EXACT_SEARCH_LIMIT = 60_000
 
+@functools.cache
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+    return ThreadpoolController()    # finds the loaded BLAS libraries once (~1 ms); limit() is then cheap
+
+
+def _one_blas_thread():
+    """The exact search's product in one BLAS thread. With two, OpenBLAS's idle worker spins after every call:
+    measured on a django release (bench: rag-eval/django_latency.py, 16 reports x 2), CPU time per bug-report
+    query 104-111 ms with two threads, 54-56 ms with one, at the same wall time (p50 52-55 ms both)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
 def resolve_repo(path: str | Path | None) -> Path:
     root = Path(path or ".").expanduser()
     if not root.exists():
@@ -276,7 +289,8 @@ class NavIndex:
         if not ids:
             return []
         query = np.asarray(vec, dtype=np.float32)
-        scores = matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))
+        with _one_blas_thread():
+            scores = matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))
         k = min(k, len(ids))
         top = np.argpartition(-scores, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
         ranked = sorted(((-float(scores[i]), ids[i]) for i in top))                  # ties go to the id
