@@ -21,6 +21,7 @@ VECTOR_SEARCH_ENV = "NAV_VECTOR_SEARCH"
 VECTOR_SEARCH_MODES = ("auto", "exact", "ann")
 EXACT_SEARCH_LIMIT = 60_000
 
+
 @functools.cache
 def _blas_controller():
     from threadpoolctl import ThreadpoolController

@@ -1,6 +1,7 @@
 import json, sys, itertools
 from retrievers.fusion import reciprocal_rank_fusion
-from retrievers.file_rank import HEAD_WEIGHTS, FILE_RRF_K, is_non_source, NON_SOURCE_PRIOR
+from retrievers.file_rank import HEAD_WEIGHTS, FILE_RRF_K
+from retrievers.source_prior import NON_SOURCE_PRIOR, is_non_source
 data = json.load(open(sys.argv[1]))
 def acc(weights, rows, k_rrf=FILE_RRF_K):
     ks = (1, 3, 5); hit = {k: 0 for k in ks}

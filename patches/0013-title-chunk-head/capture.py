@@ -1,10 +1,12 @@
-"""Capture per-head file rankings + extra candidate heads for every django query."""
+"""Capture per-head file rankings + extra candidate heads for every django query (0013; 0012's sweep reads the
+same "rankings" and "asks" fields)."""
 import json, sys, os
 from pathlib import Path
 import retrievers.file_rank as fr
 from retrievers.query_analysis import analyse_query
 from retrievers.bm25 import saturated_query_weights
 from retrievers.query_terms import query_tokens
+from retrievers.source_prior import asks_for_non_source
 from navigator.core.config import Config
 from navigator.index.nav_index import NavIndex
 captured = {}
@@ -42,7 +44,7 @@ for v in vers:
         extra["title_vec"] = fr._aggregate(vec.retrieve(title, 200))
         a = analyse_query(q["query"])
         out.append({"id": q["id"], "v": v, "lite": q.get("in_lite274", False), "gold": q["expect_any"][0]["path"],
-                    "asks": __import__("retrievers.source_prior", fromlist=["x"]).asks_for_non_source(q["query"]), "rankings": rk, "extra": extra,
+                    "asks": asks_for_non_source(q["query"]), "rankings": rk, "extra": extra,
                     "is_long": a.is_long, "title": title, "final": [h.path for h in hits],
                     "names": a.symbol_names()[:40]})
 json.dump(out, open(sys.argv[3], "w"))
