@@ -199,7 +199,7 @@ def test_default_base_comes_from_the_registry(tiny_model_dir, monkeypatch):
     assert calls == [("bm25", index, config)] and len(results) == 2
     config = Config(rerank_model=str(tiny_model_dir))
     RerankRetriever(index, config).retrieve("config", 2)
-    assert calls[-1][0] == "hybrid"
+    assert calls[-1][0] == "graph"      # the default retriever's ranking is what rerank re-scores
 
 
 @pytest.mark.parametrize("extra, fragment", [
