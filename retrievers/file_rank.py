@@ -224,8 +224,8 @@ class FileRanker:
         return hits[:k]
 
 
-def _aggregate(chunks: Sequence) -> list[str]:
-    """Files ordered by their chunks' evidence: best chunk's 1/(K + rank) plus SUM_DAMPING x the others'."""
+def chunk_evidence(chunks: Sequence) -> dict[str, float]:
+    """Each file's chunk evidence: its best chunk's 1/(K + rank) plus SUM_DAMPING x the others'."""
     best: dict[str, float] = {}
     rest: dict[str, float] = defaultdict(float)
     for rank, r in enumerate(chunks, start=1):
@@ -234,11 +234,25 @@ def _aggregate(chunks: Sequence) -> list[str]:
             best[r.chunk.path] = worth
         else:
             rest[r.chunk.path] += worth
-    return sorted(best, key=lambda p: (-(best[p] + SUM_DAMPING * rest[p]), p))
+    return {p: best[p] + SUM_DAMPING * rest[p] for p in best}
+
+
+def _aggregate(chunks: Sequence) -> list[str]:
+    """Files ordered by their chunk evidence, best first."""
+    score = chunk_evidence(chunks)
+    return sorted(score, key=lambda p: (-score[p], p))
 
 
 def _definitions(analysis: QueryAnalysis, cat: FileCatalog) -> tuple[list[str], dict[str, list[str]]]:
     """Files defining the query's code names, ranked by the summed rarity of the names they define."""
+    score, named = definition_evidence(analysis, cat)
+    # Ties go to the path: the names' file sets iterate in hash order, which changes from process to process.
+    return sorted(score, key=lambda p: (-score[p], p)), named
+
+
+def definition_evidence(analysis: QueryAnalysis, cat: FileCatalog) -> tuple[dict[str, float], dict[str, list[str]]]:
+    """(file -> summed rarity 1/log2(1 + n) of the query's names it defines, file -> those names); a name defined
+    in more than 50 files is no evidence."""
     score: dict[str, float] = defaultdict(float)
     named: dict[str, list[str]] = defaultdict(list)
     for name in analysis.symbol_names():
@@ -249,8 +263,7 @@ def _definitions(analysis: QueryAnalysis, cat: FileCatalog) -> tuple[list[str], 
         for path in files:
             score[path] += worth
             named[path].append(name)
-    # Ties go to the path: the names' file sets iterate in hash order, which changes from process to process.
-    return sorted(score, key=lambda p: (-score[p], p)), dict(named)
+    return dict(score), dict(named)
 
 
 def _mentioned(analysis: QueryAnalysis, cat: FileCatalog) -> list[str]:

@@ -5,7 +5,6 @@ INDEX_ROOT holds idx-X.Y (rag-eval/django.sh with INDEX_ROOT set builds them).""
 import json
 import os
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import retrievers.file_rank as fr
@@ -27,17 +26,6 @@ def _spy(rankings, weights, k):
 
 
 fr.reciprocal_rank_fusion = _spy
-
-
-def chunk_scores(results):
-    best, rest = {}, defaultdict(float)
-    for rank, r in enumerate(results, start=1):
-        worth = 1.0 / (fr.CHUNK_RRF_K + rank)
-        if r.chunk.path not in best:
-            best[r.chunk.path] = worth
-        else:
-            rest[r.chunk.path] += worth
-    return {p: best[p] + fr.SUM_DAMPING * rest[p] for p in best}
 
 
 def main(root, out_path, versions):
@@ -62,19 +50,12 @@ def main(root, out_path, versions):
             query = q["query"]
             hits = ranker.rank(query, 10)
             analysis = analyse_query(query)
-            scores = {"chunks": chunk_scores(captured["chunks"])}
+            scores = {"chunks": fr.chunk_evidence(captured["chunks"])}
             scores["file_bm25"] = dict(cat.file_bm25(saturated_query_weights(query_tokens(query)), 200))
             title = query.strip().split("\n", 1)[0]
             if analysis.is_long and title.strip():
                 scores["title"] = dict(cat.file_bm25(saturated_query_weights(query_tokens(title)), 200))
-            dscore = defaultdict(float)
-            import math
-            for name in analysis.symbol_names():
-                files = cat.definitions.get(name)
-                if files and len(files) <= 50:
-                    for p in files:
-                        dscore[p] += 1.0 / math.log2(1 + len(files))
-            scores["defines"] = dict(dscore)
+            scores["defines"] = fr.definition_evidence(analysis, cat)[0]
             rankings = captured["rankings"]
             candidates = sorted({p for ids in rankings.values() for p in ids[:50]})
             out.append({

@@ -29,7 +29,7 @@ from retrievers.registry import get_retriever
 from retrievers.rerank import MAX_QUERY_CHARS, PREDICT_BATCH_SIZE, load_cross_encoder, passage_text
 
 POOLS = (10, 20, 50)
-DEPTH = 50
+DEPTH = max(POOLS)
 
 
 def reorder(cands, scores, pool, fuse):
@@ -40,8 +40,8 @@ def reorder(cands, scores, pool, fuse):
     else:
         key = lambda i: (ce_rank[i], i)
     order = sorted(top, key=key) + list(range(len(top), len(cands)))
-    return [RetrievedChunk(chunk=cands[i].chunk, score=float(scores[i]) if i < len(scores) else 0.0,
-                           rank=r, heads=cands[i].heads) for r, i in enumerate(order, start=1)]
+    return [RetrievedChunk(chunk=cands[i].chunk, score=scores[i], rank=r, heads=cands[i].heads)
+            for r, i in enumerate(order, start=1)]
 
 
 def main(model_name: str, out: Path, sets: list[str]) -> None:
@@ -59,7 +59,7 @@ def main(model_name: str, out: Path, sets: list[str]) -> None:
             cands = graph.retrieve(q.query, DEPTH)
             ce_query = expand_query(q.query)[:MAX_QUERY_CHARS]
             pairs = [(ce_query, passage_text(c.chunk, True)) for c in cands]
-            for p in POOLS:
+            for p in POOLS:     # each pool scored on its own, to time it; the largest (= DEPTH) covers every pair
                 started = time.perf_counter()
                 scores = model.predict(pairs[:p], batch_size=PREDICT_BATCH_SIZE, show_progress_bar=False)
                 seconds[p].append(time.perf_counter() - started)
