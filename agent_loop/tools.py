@@ -2,7 +2,7 @@
 
 search_code, read_file, list_files and run_command work on any repository; find_definition,
 find_references and symbol_neighbours walk the index's symbol graph (navigator.index.graph), which
-`nav index` builds for Python files.
+`nav index` builds for every language it parses (Python and the languages of chunkers.languages).
 
 Every failure a tool call can meet (an unknown tool, malformed input, a refused command, a path
 outside the repository, a retrieval error) becomes a ToolOutcome with is_error=True that goes back
@@ -96,7 +96,9 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "name": "find_definition",
         "description": (
             "Find where a function, class, method, constant or module is defined, by name ('parse_args'), "
-            "qualified name ('Parser.parse_args') or dotted module ('click.core'). Python files only. "
+            "qualified name in the language's own spelling ('Parser.parse_args', 'Router.ServeHTTP', "
+            "'Value::new') or dotted module ('click.core'). Python, Go, TypeScript, JavaScript, Rust, Java, "
+            "C, C++, C#, Ruby, PHP, shell, Kotlin, Swift and Scala files. "
             "Returns each definition's path, line range, kind and container."
         ),
         "input_schema": {
@@ -112,7 +114,7 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "description": (
             "Find where a definition is used across the repository: calls, imports, base classes, name and "
             "attribute uses that resolve to it. Returns path:line, the kind of use and the enclosing function "
-            "or class. Python files only."
+            "or class."
         ),
         "input_schema": {
             "type": "object",
@@ -128,7 +130,7 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "description": (
             "Show the code graph around one definition: its container (class or module), its members, what "
             "it calls or reads (callees, with their files) and what calls it (callers). Use it to follow a "
-            "flow across files. Python files only."
+            "flow across files."
         ),
         "input_schema": {
             "type": "object",
@@ -292,7 +294,7 @@ class RepoTools:
     def _find_definition(self, tool_input: dict[str, Any]) -> ToolOutcome:
         name, found = self._named_definitions(tool_input)
         if not found:
-            return ToolOutcome(f"no definition named {name!r} in the index (Python files only); "
+            return ToolOutcome(f"no definition named {name!r} in the index; "
                                "try search_code or run_command grep", is_error=False)
         lines = [_describe(d) for d in found[:MAX_DEFINITIONS_LISTED]]
         if len(found) > MAX_DEFINITIONS_LISTED:
@@ -318,7 +320,7 @@ class RepoTools:
     def _symbol_neighbours(self, tool_input: dict[str, Any]) -> ToolOutcome:
         name, found = self._named_definitions(tool_input)
         if not found:
-            return ToolOutcome(f"no definition named {name!r} in the index (Python files only)", is_error=False)
+            return ToolOutcome(f"no definition named {name!r} in the index", is_error=False)
         if len(found) > 1:
             return ToolOutcome(f"{len(found)} definitions are named {name!r}; call again with a path or qualified name:\n"
                                + "\n".join(_describe(d) for d in found[:MAX_DEFINITIONS_LISTED]), is_error=False)

@@ -18,7 +18,7 @@ CHUNK_KINDS = (
 
 # Bump when chunk boundaries, embed_text or token counts change: an index built by another version
 # re-chunks every file on its next run (embeddings of unchanged chunk texts are still reused).
-CHUNKER_VERSION = "3"   # 3: the hard cap (chunkers.text.enforce_cap) cuts lines longer than the cap
+CHUNKER_VERSION = "4"   # 4: tree-sitter chunks for every language of chunkers.languages (3: the hard cap)
 
 # The token estimate. tiktoken cannot load an encoding offline here, so nav estimates:
 # every run of word characters counts ceil(len/4) tokens (BPE vocabularies hold common

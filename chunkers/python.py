@@ -13,20 +13,11 @@ statement boundaries, each piece carrying the enclosing class line / signature a
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from chunkers.base import CodeChunk
-from chunkers.text import (
-    CHUNK_CHAR_CAP,
-    Piece,
-    SourceLines,
-    embed_chars,
-    join_header,
-    make_chunk,
-    pack_rows,
-    shorten_component,
-)
+from chunkers.syntax import SyntaxChunker, Unit, count_error_nodes
+from chunkers.text import CHUNK_CHAR_CAP, Piece, SourceLines, join_header, pack_rows, shorten_component
 
 if TYPE_CHECKING:  # tree_sitter loads lazily: `nav --help` must not pay for it
     from tree_sitter import Node, Parser
@@ -58,64 +49,15 @@ def _parser() -> Parser:
     return parser
 
 
-def count_error_nodes(root: Node) -> int:
-    """ERROR and MISSING nodes in the tree (descends only into subtrees that contain errors)."""
-    if not root.has_error:
-        return 0
-    count = 0
-    cursor = root.walk()
-    while True:
-        node = cursor.node
-        if node.is_error or node.is_missing:
-            count += 1
-        if node.has_error and cursor.goto_first_child():
-            continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                return count
-
-
 def _text(node: Node) -> str:
     return node.text.decode("utf-8", "replace") if node.text is not None else ""
 
 
-@dataclass
-class _Unit:
-    kind: str
-    first: int                  # 0-based rows, leading comments included
-    last: int
-    nodes: list[Node] = field(default_factory=list)  # the top-level statements in it, in order
-    symbol: str | None = None
+class _PythonChunker(SyntaxChunker):
+    block_types = frozenset({"block"})
 
-
-class _PythonChunker:
-    def __init__(self, path: str, lines: SourceLines, cap: int):
-        self.path = path
-        self.lines = lines
-        self.cap = cap
-        self.chunks: list[CodeChunk] = []
-
-    # ---- geometry -------------------------------------------------------------------------
-    def rows(self, node: Node) -> tuple[int, int]:
-        first = node.start_point.row
-        last = node.end_point.row
-        if node.end_point.column == 0 and last > first:  # ends at the start of the next line
-            last -= 1
-        top = len(self.lines) - 1
-        return min(first, top), min(last, top)
-
-    def indent_bytes(self, row: int) -> int:
-        line = self.lines.rows[row]
-        return len(line.encode("utf-8", "surrogatepass")) - len(line.lstrip().encode("utf-8", "surrogatepass"))
-
-    def is_comment_row(self, row: int) -> bool:
+    def is_attached_row(self, row: int) -> bool:
         return self.lines.rows[row].lstrip().startswith("#")
-
-    def with_leading_comments(self, first: int, floor: int) -> int:
-        """Move `first` up over comment lines directly above it (no blank line between), not past floor."""
-        while first - 1 >= floor and self.is_comment_row(first - 1):
-            first -= 1
-        return first
 
     def colon_row(self, definition: Node) -> int:
         """The last row of a def/class line (signatures may span lines): the row of its ':'."""
@@ -131,44 +73,6 @@ class _PythonChunker:
     def signature(self, definition: Node) -> str:
         return shorten_component(self.lines.span_text(definition.start_point.row, self.colon_row(definition)))
 
-    def row_depths(self, nodes: list[Node]) -> dict[int, int]:
-        """For each row that begins a syntax node, the shallowest such node's depth (blocks not counted).
-
-        pack_rows prefers cutting before shallow rows: a body statement beats a line of an expression.
-        """
-        depths: dict[int, int] = {}
-        row_count = len(self.lines)
-        for top in nodes:
-            cursor = top.walk()
-            levels = [0]
-            while True:
-                node = cursor.node
-                depth = levels[-1]
-                start = node.start_point
-                if node.is_named and start.row < row_count and depth < depths.get(start.row, depth + 1) \
-                        and start.column == self.indent_bytes(start.row):
-                    depths[start.row] = depth
-                # Nodes inside a one-row node start on that row, to the right of it: nothing to learn there.
-                if node.end_point.row > start.row and cursor.goto_first_child():
-                    levels.append(depth + (1 if node.is_named and node.type != "block" else 0))
-                    continue
-                while not cursor.goto_next_sibling():
-                    if not cursor.goto_parent():
-                        break
-                    levels.pop()
-                else:
-                    continue
-                break
-        return depths
-
-    def fits(self, header: str, first: int, last: int) -> bool:
-        return embed_chars(header, self.lines.span_chars(first, last)) <= self.cap
-
-    def emit(self, pieces: list[Piece], kind: str, symbol: str | None, parent: str | None) -> None:
-        for piece in pieces:
-            self.chunks.append(make_chunk(self.path, self.lines, piece.first, piece.last, kind,
-                                          symbol=symbol, parent=parent, header=piece.header))
-
     # ---- module level -----------------------------------------------------------------------
     def run(self, root: Node) -> list[CodeChunk]:
         for unit in self.module_units(root):
@@ -177,8 +81,8 @@ class _PythonChunker:
         self.chunks.sort(key=lambda c: (c.start_line, c.end_line))
         return self.chunks
 
-    def module_units(self, root: Node) -> list[_Unit]:
-        units: list[_Unit] = []
+    def module_units(self, root: Node) -> list[Unit]:
+        units: list[Unit] = []
         for node in root.named_children:
             if node.type == "comment":
                 continue  # attached to the unit below it, or picked up by fill_gaps
@@ -193,7 +97,7 @@ class _PythonChunker:
                 units[-1].nodes.append(node)
                 continue
             floor = units[-1].last + 1 if units else 0
-            units.append(_Unit(kind, self.with_leading_comments(first, floor), last, [node], symbol))
+            units.append(Unit(kind, self.with_leading_comments(first, floor), last, [node], symbol))
         return units
 
     def classify(self, node: Node, is_first: bool) -> tuple[str, str | None]:
@@ -260,7 +164,7 @@ class _PythonChunker:
             current = current.child_by_field_name("right")
         return ", ".join(names) if names else _text(assignment).split("=", 1)[0].strip()
 
-    def emit_unit(self, unit: _Unit) -> None:
+    def emit_unit(self, unit: Unit) -> None:
         node = unit.nodes[0]
         if unit.kind in ("function", "class") and len(unit.nodes) == 1:
             definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
@@ -271,20 +175,6 @@ class _PythonChunker:
             return
         kind = "code" if unit.kind in ("function", "class") else unit.kind  # defs sharing a row with code
         self.emit(self.pack_statements(unit.first, unit.last, unit.nodes, ""), kind, unit.symbol, None)
-
-    def pack_statements(self, first: int, last: int, nodes: list[Node], context: str) -> list[Piece]:
-        """Cut a run of statements; a piece starting inside a statement is headed by that statement's first line."""
-        if self.fits(context, first, last):
-            return [Piece(first, self.lines.trim_end(first, last), context)]
-        starts = [(self.rows(n)[0], self.rows(n)[1]) for n in nodes]
-
-        def header_for(row: int) -> str:
-            for start, end in starts:
-                if start < row <= end:
-                    return join_header(context, shorten_component(self.lines.rows[start]))
-            return context
-
-        return pack_rows(self.lines, first, last, header_for, self.row_depths(nodes), self.cap)
 
     # ---- functions and classes --------------------------------------------------------------
     def emit_def(self, definition: Node, first: int, last: int, context: str,
@@ -351,24 +241,6 @@ class _PythonChunker:
         if self.fits(context, first, last):
             return [Piece(first, self.lines.trim_end(first, last), context)]
         return pack_rows(self.lines, first, last, header_for, self.row_depths(nodes), self.cap)
-
-    # ---- coverage ---------------------------------------------------------------------------
-    def fill_gaps(self) -> None:
-        """Every non-blank line must lie in some chunk: uncovered runs (stray comments) become "code"."""
-        covered = [False] * len(self.lines)
-        for chunk in self.chunks:
-            for row in range(chunk.start_line - 1, chunk.end_line):
-                covered[row] = True
-        row = 0
-        while row < len(self.lines):
-            if covered[row] or self.lines.blank[row]:
-                row += 1
-                continue
-            end = row
-            while end + 1 < len(self.lines) and not covered[end + 1]:
-                end += 1
-            self.emit(pack_rows(self.lines, row, end, lambda _row: "", None, self.cap), "code", None, None)
-            row = end + 1
 
 
 def chunk_python(path: str, text: str, cap: int = CHUNK_CHAR_CAP) -> tuple[list[CodeChunk], int]:

@@ -16,7 +16,9 @@ import pytest
 from tests.repo_factory import make_repo, write
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-TOOLS = {"search", "context", "read_span", "index_status", "reindex"}
+TOOLS = {"search", "context", "read_span", "index_status", "reindex", "find_definition", "find_references",
+         "symbol_neighbours"}
+LANGUAGE_FIXTURES = PROJECT_ROOT / "tests" / "fixtures" / "languages"
 
 
 class McpSession:
@@ -67,6 +69,12 @@ def server(tmp_path_factory, tiny_embed_model):
     from mcp.client.stdio import StdioServerParameters
     base = tmp_path_factory.mktemp("mcp")
     root = make_repo(base / "repo", modules=4)
+    # nav's graph tools serve every language it parses: a Go package and two TypeScript modules
+    write(root, "polyglot/router.go", (LANGUAGE_FIXTURES / "router.go").read_text(encoding="utf-8"))
+    write(root, "polyglot/greeter.ts", "export class Greeter {\n  greet(name: string): string {\n"
+                                       "    return `Hello, ${name}`;\n  }\n}\n\n"
+                                       "export function makeGreeter(): Greeter {\n  return new Greeter();\n}\n")
+    write(root, "polyglot/app.ts", 'import { makeGreeter } from "./greeter";\n\nexport const app = () => makeGreeter().greet("x");\n')
     outside = base / "outside"
     write(outside, "secret.txt", "TOP SECRET outside the repository\n")
     os.symlink(outside / "secret.txt", root / "escape.txt")
@@ -87,7 +95,22 @@ def server(tmp_path_factory, tiny_embed_model):
             session.close()
 
 
-def test_lists_five_tools_that_say_when_to_use_them(server):
+def test_graph_tools_find_definitions_and_references_in_typescript_and_go(server):
+    session, *_ = server
+    found, is_error = session.call("find_definition", name="Router.ServeHTTP")
+    assert not is_error and found.startswith("index: fresh")
+    assert "polyglot/router.go:36-43  method Router.ServeHTTP (in Router)" in found
+    refs, is_error = session.call("find_references", name="makeGreeter")
+    assert not is_error and "  polyglot/app.ts:3  call  in app" in refs.splitlines()
+    around, _ = session.call("symbol_neighbours", name="Greeter")
+    assert "polyglot/greeter.ts:2-4  method Greeter.greet (in Greeter)" in around
+    missing, is_error = session.call("find_definition", name="no_such_name_anywhere")
+    assert not is_error and "no definition named 'no_such_name_anywhere'" in missing
+    empty, is_error = session.call("find_definition", name="  ")
+    assert is_error and "name is empty" in empty
+
+
+def test_lists_eight_tools_that_say_when_to_use_them(server):
     session, *_ = server
     listed = session.run(session.session.list_tools()).tools
     tools = {t.name: t for t in listed}

@@ -172,3 +172,22 @@ def test_missing_user_abbreviation_file_is_an_input_error(tmp_path, monkeypatch)
     with pytest.raises(InputError) as info:
         document_tokens("anything")
     assert USER_ABBREVIATIONS_ENV in info.value.message and "unset" in info.value.hint
+
+
+@pytest.mark.parametrize("text, wanted", [
+    # Go's MixedCaps keep initialisms whole: the compound, then each word
+    ("func (r *Router) ServeHTTP(w http.ResponseWriter", ["router", "serve_http", "http", "response_writer"]),
+    ("chi.URLParam(r, key)", ["chi.url_param", "url_param", "url", "parameter"]),
+    # a Rust path: each segment is a word
+    ("use std::io::Result;", ["std", "io", "result"]),
+    # TypeScript generics and decorators: the type names and the decorator's name are words
+    ("const routes: Map<string, Array<Entry<V>>> = new Map();", ["map", "array", "entry"]),
+    ("@Component({selector: 'app'}) export class AppShell", ["component", "selector", "app_shell", "shell"]),
+    # a C macro: the constant's compound and its expanded parts
+    ("#define MAX_PATH_LEN 4096", ["max_path_len", "maximum", "path", "length", "4096"]),
+])
+def test_other_languages_identifiers_tokenize_like_pythons(text, wanted):
+    """issue 23: the code-aware tokens need no language of their own; query and chunk agree."""
+    tokens = document_tokens(text)
+    assert all(w in tokens for w in wanted), (wanted, tokens)
+    assert query_tokens(text) == tokens

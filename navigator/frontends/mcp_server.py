@@ -56,6 +56,9 @@ STATUS_DESCRIPTION = """The state of the repository's index: when it was built, 
 files and chunks it holds, what was skipped, and which files changed since (STALE). Use it to judge whether
 results can be trusted, or to decide whether to call reindex."""
 
+# The symbol-graph tools are nav ask's own (agent_loop.tools): one implementation, the same words.
+GRAPH_TOOLS = ("find_definition", "find_references", "symbol_neighbours")
+
 REINDEX_DESCRIPTION = """Bring the index up to date with the files on disk (incremental: only changed files
 are re-chunked and re-embedded; usually seconds). Call it when a result or index_status says the index is
 STALE and the changed files matter, or after editing code you want to search. rebuild=true discards the
@@ -160,6 +163,19 @@ class NavService:
         from agent_loop.repo_files import read_file
         return read_file(self.root, path, start_line, end_line).render()
 
+    def graph_tool(self, tool: str, arguments: dict) -> str:
+        """find_definition, find_references or symbol_neighbours over the open index's symbol graph."""
+        from agent_loop.tools import RepoTools
+        from navigator.core.errors import UsageError
+        from navigator.index.graph import SymbolGraph
+        index = self.index()
+        tools = RepoTools(repo_root=self.root, search_code=_no_search, search_budget=0,
+                          open_graph=lambda: SymbolGraph(index.conn))
+        outcome = tools.call(tool, {k: v for k, v in arguments.items() if v is not None})
+        if outcome.is_error:
+            raise UsageError(outcome.content)
+        return "\n".join([describe_index_state(index.state()), outcome.content])
+
     def status(self) -> str:
         from navigator.index.status import status
         report = status(self.root, self.config)
@@ -174,6 +190,10 @@ class NavService:
         summary = build_index(self.root, self.config, rebuild=rebuild)
         self.index()   # reopen now: the next query pays nothing, and a broken index shows here
         return summary.render()
+
+
+def _no_search(query: str, budget: int) -> str:
+    raise AssertionError("the graph tools never search")
 
 
 def tool_error_text(exc) -> str:
@@ -192,12 +212,13 @@ def describe_index_state(state: dict) -> str:
 
 
 def build_server(service: NavService):
-    """The MCPServer with nav's five tools over `service`."""
+    """The MCPServer with nav's eight tools over `service`."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import ToolAnnotations
 
     from agent_loop.repo_files import RepoAccessError
+    from agent_loop.tools import TOOL_SCHEMAS
     from navigator.context.build import DEFAULT_BUDGET
     import sqlite3
     from navigator.core.errors import IndexMissingError, NavError
@@ -232,6 +253,20 @@ def build_server(service: NavService):
     @server.tool(description=READ_SPAN_DESCRIPTION, annotations=read_only)
     async def read_span(path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         return await on_worker(service.read_span, path, start_line, end_line)
+
+    descriptions = {schema["name"]: schema["description"] for schema in TOOL_SCHEMAS}
+
+    @server.tool(description=descriptions["find_definition"], annotations=read_only)
+    async def find_definition(name: str) -> str:
+        return await on_worker(service.graph_tool, "find_definition", {"name": name})
+
+    @server.tool(description=descriptions["find_references"], annotations=read_only)
+    async def find_references(name: str, path: str | None = None) -> str:
+        return await on_worker(service.graph_tool, "find_references", {"name": name, "path": path})
+
+    @server.tool(description=descriptions["symbol_neighbours"], annotations=read_only)
+    async def symbol_neighbours(name: str, path: str | None = None) -> str:
+        return await on_worker(service.graph_tool, "symbol_neighbours", {"name": name, "path": path})
 
     @server.tool(description=STATUS_DESCRIPTION, annotations=read_only)
     async def index_status() -> str:

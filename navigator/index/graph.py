@@ -1,7 +1,8 @@
-"""The symbol graph of the index: what each Python file defines, what it uses, and what holds what.
+"""The symbol graph of the index: what each source file defines, what it uses, and what holds what.
 
-Three kinds of facts, extracted with tree-sitter (the captures are in data/python-graph.scm) and kept in
-nav.db beside the chunks they point into:
+Three kinds of facts, extracted with tree-sitter and kept in nav.db beside the chunks they point into (Python's
+captures are in data/python-graph.scm; every other language's come from its query in chunkers/queries/, read by
+navigator.index.graph_languages):
 
     graph_defs   one row per definition: module, class, function, method, constant (module- or class-level
                  assignment), with its qualified name, its container (`parent`: the class of a method or class
@@ -27,12 +28,25 @@ from __future__ import annotations
 import sqlite3
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
 from navigator.index import store
+from navigator.index.symbols import (  # noqa: F401  (re-exported: the graph's readers import them here)
+    IGNORED_NAMES,
+    Definition,
+    LineToChunk,
+    Reference,
+    spelt_as,
+    graph_language,
+    has_graph,
+    is_python,
+    module_name,
+    name_parts,
+    package_folder,
+    text_from_chunks,
+)
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -40,23 +54,13 @@ if TYPE_CHECKING:
     from chunkers.base import CodeChunk
 
 # Bump when what is extracted changes: the next index run re-extracts every file from its stored chunks.
-GRAPH_VERSION = 2
+GRAPH_VERSION = 3   # 3: every language of chunkers.languages, not Python alone
 GRAPH_META_KEY = "graph_version"
-PYTHON_SUFFIXES = (".py", ".pyi")
 
 # A node captured under several roles keeps the first of these.
 CAPTURE_PRIORITY = ("def.class", "def.function", "def.constant", "ref.base", "ref.call", "ref.attr", "ref.name")
 REF_KINDS = ("import", "base", "call", "attr", "name")
 
-# Names whose uses say nothing about the repository's own code.
-IGNORED_NAMES = frozenset({
-    "self", "cls", "True", "False", "None", "print", "len", "str", "int", "float", "bool", "list", "dict",
-    "set", "tuple", "object", "type", "isinstance", "issubclass", "getattr", "setattr", "hasattr", "super",
-    "range", "enumerate", "zip", "map", "filter", "sorted", "reversed", "min", "max", "sum", "any", "all",
-    "iter", "next", "repr", "hash", "id", "callable", "open", "bytes", "frozenset", "property",
-    "staticmethod", "classmethod", "Exception", "ValueError", "TypeError", "KeyError", "RuntimeError",
-    "NotImplementedError", "AttributeError", "IndexError", "OSError", "t", "typing", "_",
-})
 # Identifiers in these positions bind a name (parameters, keyword names, import names) rather than use one.
 _BINDING_PARENTS = frozenset({
     "parameters", "typed_parameter", "lambda_parameters",
@@ -64,45 +68,6 @@ _BINDING_PARENTS = frozenset({
     "global_statement", "nonlocal_statement", "import_prefix", "relative_import",
 })
 
-
-
-@dataclass(frozen=True)
-class Definition:
-    path: str
-    qualname: str
-    name: str
-    kind: str                    # module | class | function | method | constant
-    parent: str | None           # the containing class's qualname; None at module level
-    start_line: int
-    end_line: int
-    chunk_id: str | None
-
-    def row(self) -> tuple:
-        return (self.path, self.qualname, self.name, self.kind, self.parent, self.start_line, self.end_line,
-                self.chunk_id)
-
-    def to_json(self) -> dict:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Reference:
-    path: str
-    scope: str                   # qualname of the innermost enclosing def; "" at module level
-    chunk_id: str | None
-    kind: str                    # import | base | call | attr | name
-    name: str                    # the name used (for an import: the imported name, or the module's last part)
-    qualifier: str = ""          # `a.b` of `a.b.name(...)`; for an import: the absolute module
-    alias: str | None = None     # an import's local name
-    line: int = 0
-    target_path: str | None = None
-
-    def row(self) -> tuple:
-        return (self.path, self.scope, self.chunk_id, self.kind, self.name, self.qualifier, self.alias,
-                self.line, self.target_path)
-
-    def to_json(self) -> dict:
-        return dict(self.__dict__)
 
 
 # ------------------------------------------------------------------------------------------- extraction
@@ -115,52 +80,33 @@ def _query():
     return Query(Language(tree_sitter_python.language()), source)
 
 
-def is_python(path: str) -> bool:
-    return path.endswith(PYTHON_SUFFIXES)
-
-
-def module_name(path: str) -> str:
-    """"src/click/core.py" -> "src.click.core"; a package's __init__.py names the package."""
-    parts = path.rsplit(".", 1)[0].split("/")
-    if parts[-1] == "__init__" and len(parts) > 1:
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def text_from_chunks(chunks: Iterable["CodeChunk"]) -> str:
-    """A file rebuilt from its chunks' spans; a line no chunk holds was blank."""
-    lines: dict[int, str] = {}
-    for c in chunks:
-        for offset, line in enumerate(c.text.split("\n")):
-            lines.setdefault(c.start_line + offset, line)
-    return "\n".join(lines.get(i, "") for i in range(1, max(lines, default=0) + 1))
-
-
-class _LineToChunk:
-    """The innermost (shortest) chunk holding each line of one file."""
-
-    def __init__(self, chunks: Sequence["CodeChunk"]):
-        self.by_line: dict[int, str] = {}
-        for c in sorted(chunks, key=lambda c: c.end_line - c.start_line, reverse=True):
-            for line in range(c.start_line, c.end_line + 1):
-                self.by_line[line] = c.id
-
-    def __call__(self, line: int) -> str | None:
-        return self.by_line.get(line)
-
-
 def _text(node: "Node") -> str:
     return node.text.decode("utf-8", "replace") if node.text is not None else ""
 
 
 def extract_file(path: str, chunks: Sequence["CodeChunk"]) -> tuple[list[Definition], list[Reference]]:
-    """Definitions and references of one Python file, from its chunks."""
-    from chunkers.python import _parser
+    """Definitions and references of one source file, from its chunks. A language whose grammar cannot be
+    loaded here has no graph (its chunks are line windows already)."""
     source = text_from_chunks(chunks)
     if not source.strip():
         return [], []
+    language = graph_language(path, source)
+    if language == "python":
+        return _extract_python(path, chunks, source)
+    if language is None:
+        return [], []
+    from chunkers.languages import GrammarUnavailable
+    from navigator.index.graph_languages import extract_syntax_file
+    try:
+        return extract_syntax_file(path, chunks, source, language)
+    except GrammarUnavailable:
+        return [], []
+
+
+def _extract_python(path: str, chunks: Sequence["CodeChunk"], source: str) -> tuple[list[Definition], list[Reference]]:
+    from chunkers.python import _parser
     tree = _parser().parse(source.encode("utf-8", "surrogatepass"))
-    chunk_at = _LineToChunk(chunks)
+    chunk_at = LineToChunk(chunks)
     root = tree.root_node
     module = module_name(path)
     first_chunk = min(chunks, key=lambda c: c.start_line).id if chunks else None
@@ -348,10 +294,18 @@ class ModuleFiles:
 
     def __init__(self, paths: Iterable[str]):
         self.by_suffix: dict[str, str] = {}
-        for path in sorted(paths, key=lambda p: (p.count("/"), p)):
+        ordered = sorted(paths, key=lambda p: (p.count("/"), p))
+        for path in ordered:
             parts = module_name(path).split(".")
             for i in range(len(parts)):
                 self.by_suffix.setdefault(".".join(parts[i:]), path)
+        # A Go import names a folder: it resolves to a file of that folder, and lookups search the folder.
+        for path in ordered:
+            folder = package_folder(path)
+            if folder:
+                parts = folder.split("/")
+                for i in range(len(parts)):
+                    self.by_suffix.setdefault(".".join(parts[i:]), path)
 
     def resolve(self, module: str) -> str | None:
         return self.by_suffix.get(module) if module else None
@@ -389,7 +343,7 @@ def update_graph(conn: sqlite3.Connection, changed: Mapping[str, Sequence["CodeC
             conn.execute("DELETE FROM graph_refs WHERE path=?", (path,))
         todo = dict(changed)
     for path, chunks in todo.items():
-        if not is_python(path):
+        if not has_graph(path):
             continue
         defs, refs = extract_file(path, chunks)
         conn.executemany("INSERT INTO graph_defs VALUES (?,?,?,?,?,?,?,?)", [d.row() for d in defs])
@@ -402,12 +356,16 @@ def update_graph(conn: sqlite3.Connection, changed: Mapping[str, Sequence["CodeC
 def _stored_chunks_by_path(conn: sqlite3.Connection, exclude: set[str]) -> dict[str, list["CodeChunk"]]:
     out: dict[str, list] = {}
     for row in conn.execute(f"SELECT {store.CHUNK_COLUMNS} FROM chunks ORDER BY path, seq"):
-        if row[1] not in exclude and is_python(row[1]):
+        if row[1] not in exclude and has_graph(row[1]):
             out.setdefault(row[1], []).append(store.chunk_from_row(row))
     return out
 
 
 # ------------------------------------------------------------------------------------------- query time
+
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
 
 _DEF_COLUMNS = "path, qualname, name, kind, parent, start_line, end_line, chunk_id"
 _REF_COLUMNS = "path, scope, chunk_id, kind, name, qualifier, alias, line, target_path"
@@ -439,14 +397,19 @@ class SymbolGraph:
 
     # ---- definitions
     def definitions(self, name: str) -> list[Definition]:
-        """Definitions named `name` ("parse_args"), or with that qualified name ("Parser.parse_args"), or
-        a module's dotted name ("click.core")."""
-        last = name.rsplit(".", 1)[-1]
-        found = self._defs("name=?", (last,))
-        if "." in name:
-            exact = [d for d in found if d.qualname == name or d.qualname.endswith("." + name)
-                     or (d.kind == "module" and (d.qualname == name or d.qualname.endswith("." + name)))]
-            found = exact or [d for d in found if d.qualname.endswith(name.split(".", 1)[1])]
+        """Definitions named `name` ("parse_args"), or with that qualified name, spelt any language's way
+        ("Parser.parse_args", "Value::new", "pkg.Func", "memory.manager.consolidate": the qualifiers in order,
+        module and class parts optional), or a module's dotted name ("click.core"). Exact spellings first;
+        when none is exact, the qualifiers in order; when none matches so, the name with its first qualifier
+        dropped (an alias the index cannot know)."""
+        parts = name_parts(name)
+        if not parts:
+            return []
+        found = self._defs("name=?", (parts[-1],))
+        if len(parts) > 1:
+            found = ([d for d in found if spelt_as(d, parts, exact=True)]
+                     or [d for d in found if spelt_as(d, parts, exact=False)]
+                     or [d for d in found if spelt_as(d, parts[1:], exact=False)])
         return sorted(found, key=lambda d: (d.kind == "module", d.path, d.start_line))
 
     def defined_in_chunk(self, chunk_id: str) -> list[Definition]:
@@ -481,7 +444,7 @@ class SymbolGraph:
         if ref.kind == "import":
             if not ref.target_path:
                 return []
-            found = self._defs("path=? AND name=? AND parent IS NULL AND kind!='module'", (ref.target_path, ref.name))
+            found = self._top_level_in(ref.target_path, ref.name)
             return found or self._defs("path=? AND kind='module'", (ref.target_path,))
         head = ref.qualifier.split(".", 1)[0] if ref.qualifier else ""
         if head in ("self", "cls") and ref.scope:
@@ -495,7 +458,7 @@ class SymbolGraph:
         if ref.qualifier:
             bound = imports.get(ref.qualifier) or imports.get(head)
             if bound is not None and bound.target_path:
-                found = self._defs("path=? AND name=? AND parent IS NULL AND kind!='module'", (bound.target_path, ref.name))
+                found = self._top_level_in(bound.target_path, ref.name)
                 if found:
                     return found
             if ref.kind == "attr":
@@ -508,6 +471,17 @@ class SymbolGraph:
         if bound is not None:
             return self.resolve(bound)
         return self._global(ref.name, methods=False)
+
+    def _top_level_in(self, target_path: str, name: str) -> list[Definition]:
+        """Top-level definitions named `name` in the module an import resolved to: the file, or for a language
+        whose packages are folders (Go), every file directly in the file's folder."""
+        folder = package_folder(target_path)
+        if folder is None:
+            return self._defs("path=? AND name=? AND parent IS NULL AND kind!='module'", (target_path, name))
+        prefix = f"{folder}/" if folder else ""
+        found = self._defs("path LIKE ? ESCAPE '\\' AND name=? AND parent IS NULL AND kind!='module'",
+                           (_like_prefix(prefix) + "%", name))
+        return [d for d in found if "/" not in d.path[len(prefix):]]
 
     def _global(self, name: str, *, methods: bool) -> list[Definition]:
         kinds = "('function','class','constant','method')" if methods else "('function','class','constant')"

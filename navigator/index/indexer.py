@@ -16,6 +16,7 @@ from navigator.index.embedder import release_freed_memory
 from navigator.index.embed_rule import embed_all, embed_excluded
 from navigator.index.lock import IndexLock  # noqa: F401  (re-exported: tests and callers import it here)
 from navigator.index.onnx_query import ensure_onnx_export, onnx_enabled
+from navigator.index.status import render_languages
 from navigator.index.stages.chunk import chunk
 from navigator.index.stages.embed import EMBED_COMMIT_EVERY, Progress, embed, prune_cache, unembedded_texts  # noqa: F401
 from navigator.index.stages.postings import write_postings
@@ -40,6 +41,8 @@ class IndexSummary:
     skipped: dict[str, int] = field(default_factory=dict)
     parse_error_files: int = 0
     decode_error_files: int = 0
+    languages: dict[str, int] = field(default_factory=dict)     # files per syntax read ("python", "go", ...)
+    fallback: dict[str, dict] = field(default_factory=dict)     # language -> {"files", "reason"}: read as windows
     seconds: float = 0.0
     model_loaded: bool = False
     notes: list[str] = field(default_factory=list)
@@ -55,6 +58,11 @@ class IndexSummary:
             f"  chunks   {self.chunks} total, {self.chunks_embedded} embedded, {self.chunks_reused} reused from cache",
             f"  skipped  {skipped}",
         ]
+        if self.languages:
+            lines.insert(3, f"  languages {render_languages(self.languages)}")
+        for language, facts in sorted(self.fallback.items()):
+            lines.append(f"  warning  {facts['files']} {language} files read as plain text: its grammar did not load "
+                         f"({facts['reason']})")
         if self.parse_error_files or self.decode_error_files:
             lines.append(f"  warnings {self.parse_error_files} files with syntax errors (chunked anyway), "
                          f"{self.decode_error_files} files with invalid UTF-8 (bad bytes replaced)")
@@ -104,6 +112,8 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
     summary.skipped = dict(run.skipped)
     summary.parse_error_files = committed.manifest["parse_error_files"]
     summary.decode_error_files = committed.manifest["decode_error_files"]
+    summary.languages = committed.manifest.get("languages", {})
+    summary.fallback = committed.manifest.get("fallback", {})
     summary.seconds = time.monotonic() - started
     return summary
 

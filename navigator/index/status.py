@@ -29,6 +29,9 @@ class StatusReport:
             f"  built      {s['built_at']} ({_age(s['age_seconds'])} ago) at git HEAD {(s['git_head'] or 'n/a')[:12]}",
             f"  files      {s['files_indexed']} indexed; skipped: {skipped}",
             f"  chunks     {s['chunk_count']}  (embedder {m.get('embedder')})",
+            *([f"  languages  {render_languages(m['languages'])}"] if m.get("languages") else []),
+            *(f"  fallback   {facts['files']} {language} files read as plain text: its grammar did not load "
+              f"({facts['reason']})" for language, facts in sorted((m.get("fallback") or {}).items())),
             f"  vectors    {_vectors_line(s)}",
             f"  changed    {s['files_changed_since']} files since the build"
             + (f": {', '.join(s['changed_examples'])}" if s["changed_examples"] else ""),
@@ -40,6 +43,11 @@ class StatusReport:
         if s["state"] == "stale":
             lines.append(f"  refresh:   nav index {self.root}")
         return "\n".join(lines)
+
+
+def render_languages(languages: dict[str, int]) -> str:
+    """"python 120, go 94, typescript 3": most files first."""
+    return ", ".join(f"{name} {n}" for name, n in sorted(languages.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _vectors_line(s: dict) -> str:

@@ -1,7 +1,8 @@
 """The index on disk: one SQLite database (the source of truth) plus a chromadb collection derived from it.
 
-    <index_dir>/nav.db     files, chunks, the embedding cache (keyed by chunk content hash), meta/manifest,
-                           the symbol graph of the Python files (graph_defs, graph_refs: navigator.index.graph)
+    <index_dir>/nav.db     files (and the language each was read as), chunks, the embedding cache (keyed by
+                           chunk content hash), meta/manifest, the symbol graph of the source files
+                           (graph_defs, graph_refs: navigator.index.graph)
     <index_dir>/chroma/    chromadb persistent collection of the current chunks' vectors (cosine)
     <index_dir>/bm25/<generation>/   the BM25 postings of that generation's chunks (navigator.index.lexical.BM25Postings:
                            numpy arrays, the term list, params.json with the generation and tokenizer version)
@@ -45,6 +46,9 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     parse_errors INTEGER NOT NULL DEFAULT 0, decode_errors INTEGER NOT NULL DEFAULT 0);
+-- The syntax each file was read as (chunkers.dispatch: "python", "go", ...), and why a file of a language was
+-- cut into line windows instead (its grammar did not load). Prose and data files have no row.
+CREATE TABLE IF NOT EXISTS file_languages (path TEXT PRIMARY KEY, language TEXT NOT NULL, fallback TEXT);
 CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY, path TEXT NOT NULL, seq INTEGER NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, kind TEXT NOT NULL, symbol TEXT, parent TEXT, header TEXT NOT NULL,
@@ -53,7 +57,7 @@ CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 -- Corpus order with the ids, for NavIndex.chunks() and the BM25 postings: a covering scan instead of a sort.
 CREATE INDEX IF NOT EXISTS chunks_order ON chunks(path, seq, id);
 CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL);
--- The symbol graph (navigator.index.graph): definitions and references of the Python files.
+-- The symbol graph (navigator.index.graph): definitions and references of the source files.
 CREATE TABLE IF NOT EXISTS graph_defs (
     path TEXT NOT NULL, qualname TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, parent TEXT,
     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, chunk_id TEXT);

@@ -16,6 +16,7 @@ class Changes:
     """What this run changes in the index, before any of it is written."""
     new_files: dict[str, tuple] = field(default_factory=dict)   # path -> (sha, size, mtime, parse_errors, decode_errors)
     new_chunks: dict[str, list] = field(default_factory=dict)   # path -> [CodeChunk]
+    languages: dict[str, tuple] = field(default_factory=dict)   # path -> (language, fallback reason or None)
     deleted: list[str] = field(default_factory=list)
     touched_mtime: list[tuple] = field(default_factory=list)     # (size, mtime, path): same content, new mtime
     # BM25 terms of each new chunk: the JSON list nav.db keeps, and term ids for the persisted postings.
@@ -76,6 +77,8 @@ def chunk(run: IndexRun, walked) -> Changes:
         result = chunk_file(f.path, text)
         ch.new_files[f.path] = (sha, f.size, f.mtime_ns, result.parse_errors, int(src.decode_error))
         ch.new_chunks[f.path] = result.chunks
+        if result.language is not None:
+            ch.languages[f.path] = (result.language, result.fallback)
         if ch.document_tokens:
             for c in result.chunks:
                 tokens = ch.document_tokens(c.embed_text)

@@ -50,12 +50,16 @@ def _swap_files_and_chunks(conn, ch: Changes) -> set[str]:
         replaced_ids.update(r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,)))
         conn.execute("DELETE FROM files WHERE path=?", (path,))
         conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+        conn.execute("DELETE FROM file_languages WHERE path=?", (path,))
     for size, mtime, path in ch.touched_mtime:
         conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime, path))
     for path, (sha, size, mtime, perr, derr) in ch.new_files.items():
         replaced_ids.update(r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,)))
         conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)", (path, sha, size, mtime, perr, derr))
         conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+        conn.execute("DELETE FROM file_languages WHERE path=?", (path,))
+        if path in ch.languages:
+            conn.execute("INSERT INTO file_languages VALUES (?,?,?)", (path, *ch.languages[path]))
         conn.executemany(
             "INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(c.id, c.path, seq, c.start_line, c.end_line, c.kind, c.symbol, c.parent, c.header, c.text,
@@ -76,6 +80,16 @@ def _retokenize_kept_chunks(conn, ch: Changes) -> None:
     conn.executemany("UPDATE chunks SET bm25_tokens=? WHERE id=?", updates)
 
 
+def language_counts(conn) -> dict:
+    """The manifest's `languages` (files per syntax read) and `fallback` (per language: the files cut into line
+    windows because the grammar did not load, and why)."""
+    languages = dict(conn.execute("SELECT language, COUNT(*) FROM file_languages GROUP BY language ORDER BY language"))
+    fallback = {language: {"files": n, "reason": reason} for language, n, reason in conn.execute(
+        "SELECT language, COUNT(*), MIN(fallback) FROM file_languages WHERE fallback IS NOT NULL "
+        "GROUP BY language ORDER BY language")}
+    return {"languages": languages, "fallback": fallback}
+
+
 def _write_manifest(run: IndexRun, ch: Changes) -> Committed:
     from navigator.index.walk import git_head
     conn = run.conn
@@ -91,6 +105,7 @@ def _write_manifest(run: IndexRun, ch: Changes) -> Committed:
         "chunk_count": counts, "embedder": run.embedder.identity, "tokenizer_version": ch.tok_version,
         "chunker_version": ch.chunker_version,
         "parse_error_files": agg[0] or 0, "decode_error_files": agg[1] or 0, "generation": generation,
+        **language_counts(conn),
     }
     store.set_meta(conn, "manifest", manifest)
     store.set_meta(conn, "generation", generation)
