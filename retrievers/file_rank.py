@@ -172,6 +172,7 @@ class FileRanker:
         self.index = index
         self.base_name = base
         self.prior = prior_setting(config.extra)
+        self.extra = config.extra
         self.base = get_retriever(base, index, config)
         # The hybrid retriever holds a bm25 head already; reuse it so the postings load once.
         self.bm25 = getattr(self.base, "bm25", None) or (self.base if isinstance(self.base, BM25Retriever)
@@ -216,12 +217,42 @@ class FileRanker:
             hits.append(FileHit(path=path, score=score * prior, rank=0, best_chunk=best_chunk.get(path),
                                 defines=named.get(path, []), prior=prior))
         hits.sort(key=lambda h: -h.score)   # stable: the fusion's tie order stays
+        hits = self._named_first(query, hits)
         for rank, hit in enumerate(hits[:k], start=1):
             hit.rank = rank
             hit.heads = {h: pos[hit.path] for h, pos in positions.items() if hit.path in pos}
             if hit.best_chunk is None:
                 hit.best_chunk = _defining_chunk(cat, hit.path, hit.defines)
         return hits[:k]
+
+
+    def _named_first(self, query: str, hits: list[FileHit]) -> list[FileHit]:
+        """The files of the definitions a question names lead (retrievers.named), scored as the best file."""
+        from navigator.index.graph import SymbolGraph
+        from retrievers.named import lead_with, named_definitions
+        graph = getattr(self.base, "graph", None)
+        if not isinstance(graph, SymbolGraph):
+            graph = SymbolGraph(self.index.conn)
+        named = named_definitions(query, graph, self.extra)
+        paths = named.paths
+        if not paths:
+            return hits
+        by_path = {h.path: h for h in hits}
+        head_chunk = {}
+        for definition in named.definitions:
+            head_chunk.setdefault(definition.path, definition.chunk_id)
+        top = hits[0].score if hits else 0.0
+        out = []
+        for path in lead_with([h.path for h in hits], paths):
+            hit = by_path.get(path)
+            if hit is None:
+                chunk_id = head_chunk.get(path)
+                hit = FileHit(path=path, score=0.0, rank=0,
+                              best_chunk=self.index.chunk_by_id(chunk_id) if chunk_id else None)
+            if path in paths:
+                hit.score = max(hit.score, top)
+            out.append(hit)
+        return out
 
 
 def chunk_evidence(chunks: Sequence) -> dict[str, float]:

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 from navigator.index.graph import Definition, SymbolGraph
 from retrievers.base import HeadHit, RetrievedChunk, Retriever, number_setting
 from retrievers.hybrid import HybridRetriever
+from retrievers.named import HEAD as NAMED_HEAD
+from retrievers.named import lead_with, named_definitions
 from retrievers.source_prior import factor_for, is_non_source
 
 if TYPE_CHECKING:
@@ -135,8 +137,15 @@ class GraphRetriever(Retriever):
         chunks = self.index.chunks_by_ids([cid for cid, _ in ranked if cid not in own])
         bonus_rank = {cid: rank for rank, (cid, _) in
                       enumerate(sorted(bonus.items(), key=lambda item: (-item[1], item[0])), start=1)}
+        named = named_definitions(query, self.graph, self.config.extra).chunk_ids
+        order = lead_with([cid for cid, _ in ranked], named)[:k]
+        scores = dict(ranked)
+        top = ranked[0][1] if ranked else 0.0
+        missing = [cid for cid in order if cid not in own and cid not in chunks]
+        if missing:
+            chunks.update(self.index.chunks_by_ids(missing))
         out = []
-        for cid, score in ranked:
+        for cid in order:
             hit = own.get(cid)
             chunk = hit.chunk if hit is not None else chunks.get(cid)
             if chunk is None:
@@ -144,6 +153,11 @@ class GraphRetriever(Retriever):
             heads = dict(hit.heads) if hit is not None else {}
             if cid in bonus:
                 heads[HEAD] = HeadHit(rank=bonus_rank[cid], score=bonus[cid])
+            score = scores.get(cid, 0.0)
+            if cid in named:
+                # A named definition leads, scored as the best hit so a score-ordered reader keeps it first.
+                heads[NAMED_HEAD] = HeadHit(rank=named.index(cid) + 1, score=1.0)
+                score = max(score, top)
             out.append(RetrievedChunk(chunk=chunk, score=score, rank=len(out) + 1, heads=heads))
         return out
 

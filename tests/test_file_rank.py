@@ -100,6 +100,9 @@ def test_chunk_rankings_discount_tests_unless_the_question_asks_for_them(real_re
     on top of it) rank it below the source unless the question speaks of tests, or the prior is turned off."""
     from retrievers.registry import get_retriever
     monkeypatch.setenv("NAV_PROSE_BM25", "1")      # random test vectors: keep BM25's evidence at full strength
+    # The query names three definitions, which graph would put first (retrievers.named); this test is about
+    # the prior, so that rule is off here (tests/test_named.py holds it).
+    monkeypatch.setenv("NAV_NAMED_FIRST", "0")
     query = "BM25Scorer okapi_idf saturated_query_weights"
     test_path = "tests/test_scoring.py"
 
