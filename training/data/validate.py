@@ -35,7 +35,13 @@ FORBIDDEN_SOURCES = frozenset({
 })
 # A question whose word set shares this much with an eval question is a near-copy (Jaccard on word sets).
 NEAR_DUPLICATE_JACCARD = 0.8
+MAX_OCCURRENCES = 3            # an expected text pins its place: it occurs 1-3 times in its file
+MIN_NAMING_TOKEN_LEN = 4       # the rules of the eval sets (tests/test_rag_eval_werkzeug_queryset.py)
+GENERIC_TOKENS = frozenset({"self", "str", "int", "bool", "float", "none", "true", "false", "optional", "return", "default",
+                            "def", "class", "import", "from", "else", "elif", "while", "with", "lambda"})
 _WORD = re.compile(r"[A-Za-z0-9_]+|[\u4e00-\u9fff]")
+_BACKTICKED = re.compile(r"`([^`]+)`")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,17 @@ def read_jsonl(path: Path) -> list[tuple[int, dict | None, str]]:
             continue
         rows.append((number, record if isinstance(record, dict) else None, "" if isinstance(record, dict) else "not an object"))
     return rows
+
+
+def naming_tokens(text: str) -> set[str]:
+    """The words an answer line names: identifiers and their snake_case and camelCase parts, 4+ letters."""
+    tokens = set()
+    for token in _IDENTIFIER.findall(text):
+        parts = [token, *token.split("_"), *re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", token)]
+        for part in parts:
+            if len(part) >= MIN_NAMING_TOKEN_LEN and part.lower() not in GENERIC_TOKENS:
+                tokens.add(part.lower())
+    return tokens
 
 
 def words(text: str) -> frozenset[str]:
@@ -122,7 +139,7 @@ class _Files:
         return self._cache[rel]
 
 
-def _check_item(item: object, files: _Files, where: str, *, need_text: bool) -> list[Problem]:
+def _check_item(item: object, files: _Files, where: str, *, need_text: bool, pin: bool = False) -> list[Problem]:
     if not isinstance(item, dict) or not isinstance(item.get("path"), str):
         return [Problem(where, "an item needs a string 'path'")]
     content = files.text(item["path"])
@@ -136,6 +153,8 @@ def _check_item(item: object, files: _Files, where: str, *, need_text: bool) -> 
     count = content.count(text)
     if count == 0:
         return [Problem(where, f"text not in {item['path']}: {text!r}")]
+    if pin and count > MAX_OCCURRENCES:
+        return [Problem(where, f"text occurs {count}x in {item['path']} (at most {MAX_OCCURRENCES}): {text!r}")]
     return []
 
 
@@ -212,7 +231,9 @@ def _check_record(record: dict, kind: str, name: str, files: _Files, where: str,
         elif has_all:
             problems.append(Problem(where, "only cross_file uses expect_all"))
         for item in items:
-            problems.extend(_check_item(item, files, where, need_text=True))
+            problems.extend(_check_item(item, files, where, need_text=True, pin=True))
+        if isinstance(query, str):
+            problems.extend(_category_rules(record, category, query, items, where))
     else:
         if record.get("category") != "bug_report":
             problems.append(Problem(where, "'category' must be 'bug_report'"))
@@ -225,6 +246,27 @@ def _check_record(record: dict, kind: str, name: str, files: _Files, where: str,
         ):
             problems.append(Problem(where, "the definition's file must be an expected file"))
     return problems
+
+
+def _category_rules(record: dict, category: str, query: str, items: list, where: str) -> list[Problem]:
+    """The eval sets' rules: exact_identifier names (in backticks) an identifier of its answer; semantic names
+    none; value_lookup says none of the answer line's words."""
+    texts = [i.get("text", "") for i in items if isinstance(i, dict) and isinstance(i.get("text"), str)]
+    if category == "exact_identifier":
+        named = {name.replace("::", ".").split(".")[-1].strip("()") for name in _BACKTICKED.findall(query)}
+        answer = {tok for text in texts for tok in _IDENTIFIER.findall(text)}
+        if not named:
+            return [Problem(where, "exact_identifier names its identifier in backticks")]
+        if not named & answer:
+            return [Problem(where, f"exact_identifier: {sorted(named)} is not in the expected text")]
+    elif category == "semantic" and _BACKTICKED.search(query):
+        return [Problem(where, "a semantic question names no identifier (no backticks)")]
+    elif category == "value_lookup":
+        asked = set(re.findall(r"[a-z0-9_]+", query.lower()))
+        leaked = {tok for text in texts for tok in naming_tokens(text)} & asked
+        if leaked:
+            return [Problem(where, f"value_lookup says words of its answer line: {sorted(leaked)}")]
+    return []
 
 
 def all_libraries() -> list[str]:
