@@ -42,7 +42,7 @@ import signal
 import subprocess
 import threading
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -537,6 +537,49 @@ def execute(approved: ApprovedCommand, repo_root: Path, *, timeout_s: float = CO
     )
 
 
-def run_command(command: str, repo_root: Path, *, timeout_s: float = COMMAND_TIMEOUT_S) -> CommandResult:
-    """All three layers, in order. Raises CommandRefused when a layer refuses."""
-    return execute(approve(command, repo_root), repo_root, timeout_s=timeout_s)
+def run_command(command: str, repo_root: Path, *, timeout_s: float = COMMAND_TIMEOUT_S,
+                allow_secrets: bool = False) -> CommandResult:
+    """All three layers, in order. Raises CommandRefused when a layer refuses. Unless secrets are allowed, a
+    command naming a secret-shaped file is refused, and secrets are kept out of what it prints
+    (withhold_secrets)."""
+    approved = approve(command, repo_root)
+    if not allow_secrets:
+        _refuse_secret_paths(repo_root, approved.argv[1:])
+    result = execute(approved, repo_root, timeout_s=timeout_s)
+    return result if allow_secrets else withhold_secrets(result)
+
+
+def _refuse_secret_paths(repo_root: Path, args: Sequence[str]) -> None:
+    from navigator.index.secrets import is_secret_file
+    repo_real = repo_root.resolve()
+    for token in args:
+        for candidate in _path_candidates(token):
+            path = Path(candidate) if os.path.isabs(candidate) else repo_real / candidate
+            try:
+                resolved = path.resolve(strict=False)
+            except (OSError, RuntimeError):
+                continue
+            if resolved.is_relative_to(repo_real) and resolved.is_file() and \
+                    is_secret_file(resolved.relative_to(repo_real).as_posix()):
+                raise CommandRefused(LAYER_ALLOWLIST, f"argument {candidate!r} is a secret-shaped file (keys, "
+                                     "credentials, .env); nav does not read it out")
+
+
+def withhold_secrets(result: CommandResult) -> CommandResult:
+    """Output lines of a secret-shaped file (grep's `path:line`) are withheld; secret values in the others
+    are redacted (navigator.index.secrets)."""
+    from dataclasses import replace
+    from navigator.index.secrets import REDACTION_MARKER, LineRedactor, is_secret_file
+
+    def clean(text: str) -> str:
+        redactor = LineRedactor("command-output")
+        out = []
+        for line in text.split("\n"):
+            head = line.split(":", 1)[0].removeprefix("./")
+            if head and ":" in line and is_secret_file(head):
+                out.append(f"{head}:{REDACTION_MARKER} (a secret-shaped file: withheld)")
+            else:
+                out.append(redactor(line))
+        return "\n".join(out)
+
+    return replace(result, stdout=clean(result.stdout), stderr=clean(result.stderr))

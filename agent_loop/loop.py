@@ -192,7 +192,7 @@ class _Run:
         self.client = client
         self.on_event = on_event
         self.tools = RepoTools(repo_root=repo_root, search_code=search_code, search_budget=settings.budget,
-                               open_graph=open_graph)
+                               open_graph=open_graph, allow_secrets=settings.allow_secrets)
         self.conversation = _Conversation(question)
         self.input_tokens = 0
         self.output_tokens = 0

@@ -78,11 +78,24 @@ class FileExcerpt:
         return f"{header}\n{body}"
 
 
+def refuse_secret_file(repo_root: Path, path: Path, allow_secrets: bool) -> None:
+    """A secret-shaped file (navigator.index.secrets: .env, private keys, credential files) is never served."""
+    from navigator.index.secrets import ALLOW_ENV, is_secret_file
+    name = relative_name(repo_root, path)
+    if not allow_secrets and is_secret_file(name):
+        raise RepoAccessError(f"{name!r} is a secret-shaped file (keys, credentials, .env); nav does not read it "
+                              f"out (the user can allow it with --allow-secrets or {ALLOW_ENV}=1)")
+
+
 def read_file(repo_root: Path, relative: str, start_line: int | None = None,
-              end_line: int | None = None) -> FileExcerpt:
+              end_line: int | None = None, *, allow_secrets: bool = False) -> FileExcerpt:
+    """Numbered lines of one file, with secret values redacted (navigator.index.secrets) unless allowed."""
+    from navigator.index.secrets import LineRedactor
     path = resolve_inside(repo_root, relative)
     if not path.is_file():
         raise RepoAccessError(f"{relative!r} is not a regular file (use list_files for directories)")
+    refuse_secret_file(repo_root, path, allow_secrets)
+    redactor = None if allow_secrets else LineRedactor(relative_name(repo_root, path))
     first = 1 if start_line is None else start_line
     if first < 1:
         raise RepoAccessError("start_line must be 1 or more")
@@ -100,9 +113,11 @@ def read_file(repo_root: Path, relative: str, start_line: int | None = None,
     # Streamed line by line: a large file costs only the lines asked for, never a full read into memory.
     with path.open("r", encoding="utf-8", errors="replace", newline=None) as handle:
         for total, line in enumerate(handle, start=1):
+            line = line.rstrip("\n")
+            if redactor is not None:
+                line = redactor(line)    # every line, so a key block that started above is known
             if total < first or total > last_wanted or cut_by_size:
                 continue
-            line = line.rstrip("\n")
             if len(line) > MAX_LINE_CHARS:
                 line = line[:MAX_LINE_CHARS] + " [line cut]"
             entry = f"{total:>6}| {line}"

@@ -11,6 +11,8 @@
 """
 from __future__ import annotations
 
+from navigator.index.secrets import secrets_allowed
+
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ class AgentSettings:
     max_steps: int
     max_tokens: int
     budget: int
+    allow_secrets: bool = False   # NAV_ALLOW_SECRETS / --allow-secrets: read_file and run_command serve secrets
 
 
 def _bounded_int(name: str, value: int | str, low: int, high: int) -> int:
@@ -82,4 +85,5 @@ def resolve_settings(
         max_steps=_bounded_int(steps_name, steps_value, 1, MAX_STEPS_CEILING),  # type: ignore[arg-type]
         max_tokens=_bounded_int(tokens_name, tokens_value, 1, MAX_TOKENS_CEILING),  # type: ignore[arg-type]
         budget=_bounded_int(budget_name, budget_value, BUDGET_FLOOR, BUDGET_CEILING),  # type: ignore[arg-type]
+        allow_secrets=secrets_allowed(env),
     )

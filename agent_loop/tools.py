@@ -190,6 +190,7 @@ class RepoTools:
     search_code: SearchCode
     search_budget: int
     open_graph: OpenGraph | None = None
+    allow_secrets: bool = False       # --allow-secrets: secret-shaped files and values are served as they are
     files_read: list[str] = field(default_factory=list)
     _graph: "SymbolGraph | None" = field(default=None, init=False, repr=False)
 
@@ -243,7 +244,7 @@ class RepoTools:
         path = _string(tool_input, "path", required=True)
         assert path is not None
         excerpt = repo_files.read_file(self.repo_root, path, _integer(tool_input, "start_line"),
-                                       _integer(tool_input, "end_line"))
+                                       _integer(tool_input, "end_line"), allow_secrets=self.allow_secrets)
         if excerpt.path not in self.files_read:
             self.files_read.append(excerpt.path)
         return ToolOutcome(excerpt.render(), is_error=False, file_read=excerpt.path)
@@ -261,7 +262,7 @@ class RepoTools:
     def _run_command(self, tool_input: dict[str, Any]) -> ToolOutcome:
         command = _string(tool_input, "command", required=True)
         assert command is not None
-        result = command_guard.run_command(command, self.repo_root)
+        result = command_guard.run_command(command, self.repo_root, allow_secrets=self.allow_secrets)
         return ToolOutcome(result.render(), is_error=result.timed_out)
 
     # ---- the symbol graph

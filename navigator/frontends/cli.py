@@ -75,6 +75,22 @@ def chroma_url_option(fn):
                              "(default: $NAV_CHROMA_URL, else the embedded store)")(fn)
 
 
+def _allow_secrets(ctx: click.Context, _param, value: bool) -> None:
+    """--allow-secrets means NAV_ALLOW_SECRETS=1 for this run; either way it is said on every run."""
+    import os
+    from navigator.index.secrets import ALLOW_ENV, ALLOWED_WARNING, secrets_allowed
+    if value:
+        os.environ[ALLOW_ENV] = "1"
+    if secrets_allowed():
+        click.echo(f"warning: {ALLOWED_WARNING}", err=True)
+
+
+def allow_secrets_option(fn):
+    return click.option("--allow-secrets", is_flag=True, expose_value=False, callback=_allow_secrets,
+                        is_eager=True, help="index and serve secret-shaped files (.env, keys) and secret values as "
+                                            "they are (default: skipped and redacted; $NAV_ALLOW_SECRETS=1)")(fn)
+
+
 def json_option(help_text: str = "print the result as JSON"):
     return click.option("--json", "as_json", is_flag=True, help=help_text)
 
@@ -86,6 +102,7 @@ def cli() -> None:
 
 @cli.command("index")
 @chroma_url_option
+@allow_secrets_option
 @click.argument("path", default=".", required=False, type=RepoPath())
 @click.option("--skip", multiple=True, metavar="NAMES",
               help="comma-separated names or globs to leave out, gitignore syntax (repeatable), e.g. --skip repos,data")
@@ -159,6 +176,7 @@ def cmd_context(question: str | None, query_file: str | None, budget: int, repo:
 
 @cli.command("ask")
 @click.argument("question")
+@allow_secrets_option
 @repo_option
 @retriever_option
 @click.option("--model", default=None, help="default $NAV_AGENT_MODEL or claude-sonnet-5-5")
@@ -302,10 +320,12 @@ def cmd_tune(ctx: click.Context, queries: str, repo: str, trials: int, holdout: 
 
 @cli.command("mcp")
 @repo_option
+@allow_secrets_option
 def cmd_mcp(repo: str) -> int:
     """Serve the repository to coding agents over MCP (stdio).
 
-    Tools: search, context, read_span, index_status, reindex. The process keeps the index open between
+    Tools: search, context, read_span, find_definition, find_references, symbol_neighbours, index_status,
+    reindex. The process keeps the index open between
     calls; configure it in an MCP client as the command `nav mcp --repo /path/to/repo` (see README)."""
     from navigator.frontends.mcp_server import serve
     return serve(repo)

@@ -161,7 +161,9 @@ class NavService:
 
     def read_span(self, path: str, start_line: int | None, end_line: int | None) -> str:
         from agent_loop.repo_files import read_file
-        return read_file(self.root, path, start_line, end_line).render()
+        from navigator.index.secrets import secrets_allowed
+        return read_file(self.root, path, start_line, end_line,
+                         allow_secrets=secrets_allowed(self.config.extra)).render()
 
     def graph_tool(self, tool: str, arguments: dict) -> str:
         """find_definition, find_references or symbol_neighbours over the open index's symbol graph."""
@@ -170,7 +172,7 @@ class NavService:
         from navigator.index.graph import SymbolGraph
         index = self.index()
         tools = RepoTools(repo_root=self.root, search_code=_no_search, search_budget=0,
-                          open_graph=lambda: SymbolGraph(index.conn))
+                          open_graph=lambda: SymbolGraph(index.conn))   # graph tools read no files
         outcome = tools.call(tool, {k: v for k, v in arguments.items() if v is not None})
         if outcome.is_error:
             raise UsageError(outcome.content)

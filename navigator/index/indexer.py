@@ -16,6 +16,7 @@ from navigator.index.embedder import release_freed_memory
 from navigator.index.embed_rule import embed_all, embed_excluded
 from navigator.index.lock import IndexLock  # noqa: F401  (re-exported: tests and callers import it here)
 from navigator.index.onnx_query import ensure_onnx_export, onnx_enabled
+from navigator.index.secrets import ALLOWED_WARNING
 from navigator.index.status import render_languages
 from navigator.index.stages.chunk import chunk
 from navigator.index.stages.embed import EMBED_COMMIT_EVERY, Progress, embed, prune_cache, unembedded_texts  # noqa: F401
@@ -43,6 +44,7 @@ class IndexSummary:
     decode_error_files: int = 0
     languages: dict[str, int] = field(default_factory=dict)     # files per syntax read ("python", "go", ...)
     fallback: dict[str, dict] = field(default_factory=dict)     # language -> {"files", "reason"}: read as windows
+    redacted: dict[str, int] = field(default_factory=dict)      # {"values", "files"}: secret values replaced
     seconds: float = 0.0
     model_loaded: bool = False
     notes: list[str] = field(default_factory=list)
@@ -60,6 +62,9 @@ class IndexSummary:
         ]
         if self.languages:
             lines.insert(3, f"  languages {render_languages(self.languages)}")
+        if self.redacted.get("values"):
+            lines.append(f"  secrets  {self.redacted['values']} values redacted in {self.redacted['files']} files "
+                         "(navigator/index/secrets.py; --allow-secrets turns redaction off)")
         for language, facts in sorted(self.fallback.items()):
             lines.append(f"  warning  {facts['files']} {language} files read as plain text: its grammar did not load "
                          f"({facts['reason']})")
@@ -114,6 +119,9 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
     summary.decode_error_files = committed.manifest["decode_error_files"]
     summary.languages = committed.manifest.get("languages", {})
     summary.fallback = committed.manifest.get("fallback", {})
+    summary.redacted = committed.manifest.get("redacted", {})
+    if committed.manifest.get("redaction") == "allowed":
+        summary.notes.insert(0, f"WARNING {ALLOWED_WARNING}")
     summary.seconds = time.monotonic() - started
     return summary
 

@@ -32,6 +32,11 @@ class StatusReport:
             *([f"  languages  {render_languages(m['languages'])}"] if m.get("languages") else []),
             *(f"  fallback   {facts['files']} {language} files read as plain text: its grammar did not load "
               f"({facts['reason']})" for language, facts in sorted((m.get("fallback") or {}).items())),
+            *([f"  secrets    {(m.get('skipped') or {}).get('secret', 0)} secret-shaped files skipped, "
+               f"{m['redacted']['values']} values redacted in {m['redacted']['files']} files"]
+              if m.get("redaction", "").startswith("redact") else []),
+            *(["  WARNING    secrets allowed: secret-shaped files and values are indexed (--allow-secrets)"]
+              if m.get("redaction") == "allowed" else []),
             f"  vectors    {_vectors_line(s)}",
             f"  changed    {s['files_changed_since']} files since the build"
             + (f": {', '.join(s['changed_examples'])}" if s["changed_examples"] else ""),

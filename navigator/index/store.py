@@ -1,6 +1,6 @@
 """The index on disk: one SQLite database (the source of truth) plus a chromadb collection derived from it.
 
-    <index_dir>/nav.db     files (and the language each was read as), chunks, the embedding cache (keyed by
+    <index_dir>/nav.db     files (the language each was read as, its redactions), chunks, the embedding cache (keyed by
                            chunk content hash), meta/manifest, the symbol graph of the source files
                            (graph_defs, graph_refs: navigator.index.graph)
     <index_dir>/chroma/    chromadb persistent collection of the current chunks' vectors (cosine)
@@ -46,9 +46,11 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     parse_errors INTEGER NOT NULL DEFAULT 0, decode_errors INTEGER NOT NULL DEFAULT 0);
--- The syntax each file was read as (chunkers.dispatch: "python", "go", ...), and why a file of a language was
--- cut into line windows instead (its grammar did not load). Prose and data files have no row.
-CREATE TABLE IF NOT EXISTS file_languages (path TEXT PRIMARY KEY, language TEXT NOT NULL, fallback TEXT);
+-- What the chunk stage learnt of each file: the syntax it was read as (chunkers.dispatch: "python", "go", ...;
+-- NULL for prose and data), why a file of a language was cut into line windows instead (its grammar did not
+-- load), and how many secret values were redacted from it (navigator.index.secrets).
+CREATE TABLE IF NOT EXISTS file_facts (
+    path TEXT PRIMARY KEY, language TEXT, fallback TEXT, redactions INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY, path TEXT NOT NULL, seq INTEGER NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, kind TEXT NOT NULL, symbol TEXT, parent TEXT, header TEXT NOT NULL,

@@ -57,9 +57,12 @@ def _parse_skip(skip: list[str] | None) -> list[str]:
     return out
 
 
-def walk_tree(root: Path, *, skip: list[str] | None = None, max_file_bytes: int, extra_skip_dirs: tuple[Path, ...] = ()) -> WalkResult:
+def walk_tree(root: Path, *, skip: list[str] | None = None, max_file_bytes: int, extra_skip_dirs: tuple[Path, ...] = (),
+              allow_secrets: bool = False) -> WalkResult:
     """List the indexable files under `root` without reading their content (stat only, plus a binary sniff
-    for files not yet known). Honours nested .gitignore files and .git/info/exclude."""
+    for files not yet known). Honours nested .gitignore files and .git/info/exclude. Secret-shaped files
+    (navigator.index.secrets: .env, private keys, credential files) are skipped as "secret" unless allowed."""
+    from navigator.index.secrets import SKIP_REASON as SECRET, is_secret_file
     root = root.resolve()
     result = WalkResult()
     user_spec = _spec(_parse_skip(skip))
@@ -128,6 +131,9 @@ def walk_tree(root: Path, *, skip: list[str] | None = None, max_file_bytes: int,
             if default_file_spec.match_file(rel):
                 result.skip("skip_rule", rel)
                 continue
+            if not allow_secrets and is_secret_file(rel):
+                result.skip(SECRET, rel)
+                continue
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
@@ -190,7 +196,9 @@ def file_hash(raw: bytes) -> str:
 def diff_tree(root: Path, conn: sqlite3.Connection, skip: list[str], config: Config) -> list[str]:
     """Paths added, modified or deleted since the index was built (stat first, hash only when stat differs)."""
     index_dir = config.index_dir_for(root)
-    walked = walk_tree(root, skip=skip, max_file_bytes=config.max_file_bytes, extra_skip_dirs=(index_dir,))
+    from navigator.index.secrets import secrets_allowed
+    walked = walk_tree(root, skip=skip, max_file_bytes=config.max_file_bytes, extra_skip_dirs=(index_dir,),
+                       allow_secrets=secrets_allowed(config.extra))
     known = {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT path, sha256, size, mtime_ns FROM files")}
     changed: list[str] = []
     seen = set()

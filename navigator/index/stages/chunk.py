@@ -16,7 +16,7 @@ class Changes:
     """What this run changes in the index, before any of it is written."""
     new_files: dict[str, tuple] = field(default_factory=dict)   # path -> (sha, size, mtime, parse_errors, decode_errors)
     new_chunks: dict[str, list] = field(default_factory=dict)   # path -> [CodeChunk]
-    languages: dict[str, tuple] = field(default_factory=dict)   # path -> (language, fallback reason or None)
+    facts: dict[str, tuple] = field(default_factory=dict)       # path -> (language, fallback reason, redactions)
     deleted: list[str] = field(default_factory=list)
     touched_mtime: list[tuple] = field(default_factory=list)     # (size, mtime, path): same content, new mtime
     # BM25 terms of each new chunk: the JSON list nav.db keeps, and term ids for the persisted postings.
@@ -45,12 +45,16 @@ def _tokenizer():
 
 def chunk(run: IndexRun, walked) -> Changes:
     from chunkers import chunk_file
+    from navigator.index.secrets import redact, redaction_mode, secrets_allowed
     from chunkers.base import CHUNKER_VERSION
     conn, manifest = run.conn, run.manifest
     known = {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT path, sha256, size, mtime_ns FROM files")}
     ch = Changes(chunker_version=CHUNKER_VERSION)
     ch.tok_version, ch.document_tokens = _tokenizer()
-    rechunk_all = manifest.get("chunker_version") != CHUNKER_VERSION
+    redacting = not secrets_allowed(run.config.extra)
+    # Chunks another redaction rule produced (or none, with --allow-secrets) are re-made from the files.
+    rechunk_all = manifest.get("chunker_version") != CHUNKER_VERSION or \
+        manifest.get("redaction") != redaction_mode(run.config.extra)
     # Chunks kept from earlier runs hold another tokenizer's lists (a first run has none to redo).
     ch.retokenize = bool(known) and ch.tok_version is not None and manifest.get("tokenizer_version") != ch.tok_version
     ch.bm25_base = newest_bm25_state(run.index_dir / store.BM25_DIR, ch.tok_version) if ch.document_tokens else None
@@ -74,11 +78,15 @@ def chunk(run: IndexRun, walked) -> Changes:
         if old is not None and old[0] == sha and not rechunk_all:
             ch.touched_mtime.append((f.size, f.mtime_ns, f.path))
             continue
+        redactions = 0
+        if redacting:
+            redacted = redact(f.path, text)
+            text, redactions = redacted.text, redacted.count
         result = chunk_file(f.path, text)
         ch.new_files[f.path] = (sha, f.size, f.mtime_ns, result.parse_errors, int(src.decode_error))
         ch.new_chunks[f.path] = result.chunks
-        if result.language is not None:
-            ch.languages[f.path] = (result.language, result.fallback)
+        if result.language is not None or redactions:
+            ch.facts[f.path] = (result.language, result.fallback, redactions)
         if ch.document_tokens:
             for c in result.chunks:
                 tokens = ch.document_tokens(c.embed_text)

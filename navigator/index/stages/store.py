@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from navigator.index import coverage, store
 from navigator.index.embed_rule import embed_all
 from navigator.index.graph import update_graph
+from navigator.index.secrets import redaction_mode
 from navigator.index.stages.chunk import Changes
 from navigator.index.stages.run import IndexRun, crash_point
 
@@ -50,16 +51,16 @@ def _swap_files_and_chunks(conn, ch: Changes) -> set[str]:
         replaced_ids.update(r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,)))
         conn.execute("DELETE FROM files WHERE path=?", (path,))
         conn.execute("DELETE FROM chunks WHERE path=?", (path,))
-        conn.execute("DELETE FROM file_languages WHERE path=?", (path,))
+        conn.execute("DELETE FROM file_facts WHERE path=?", (path,))
     for size, mtime, path in ch.touched_mtime:
         conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime, path))
     for path, (sha, size, mtime, perr, derr) in ch.new_files.items():
         replaced_ids.update(r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,)))
         conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)", (path, sha, size, mtime, perr, derr))
         conn.execute("DELETE FROM chunks WHERE path=?", (path,))
-        conn.execute("DELETE FROM file_languages WHERE path=?", (path,))
-        if path in ch.languages:
-            conn.execute("INSERT INTO file_languages VALUES (?,?,?)", (path, *ch.languages[path]))
+        conn.execute("DELETE FROM file_facts WHERE path=?", (path,))
+        if path in ch.facts:
+            conn.execute("INSERT INTO file_facts VALUES (?,?,?,?)", (path, *ch.facts[path]))
         conn.executemany(
             "INSERT OR REPLACE INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(c.id, c.path, seq, c.start_line, c.end_line, c.kind, c.symbol, c.parent, c.header, c.text,
@@ -80,14 +81,18 @@ def _retokenize_kept_chunks(conn, ch: Changes) -> None:
     conn.executemany("UPDATE chunks SET bm25_tokens=? WHERE id=?", updates)
 
 
-def language_counts(conn) -> dict:
-    """The manifest's `languages` (files per syntax read) and `fallback` (per language: the files cut into line
-    windows because the grammar did not load, and why)."""
-    languages = dict(conn.execute("SELECT language, COUNT(*) FROM file_languages GROUP BY language ORDER BY language"))
+def file_fact_counts(conn) -> dict:
+    """The manifest's `languages` (files per syntax read), `fallback` (per language: the files cut into line
+    windows because the grammar did not load, and why) and `redacted` (secret values and the files they were
+    in)."""
+    languages = dict(conn.execute("SELECT language, COUNT(*) FROM file_facts WHERE language IS NOT NULL "
+                                  "GROUP BY language ORDER BY language"))
     fallback = {language: {"files": n, "reason": reason} for language, n, reason in conn.execute(
-        "SELECT language, COUNT(*), MIN(fallback) FROM file_languages WHERE fallback IS NOT NULL "
+        "SELECT language, COUNT(*), MIN(fallback) FROM file_facts WHERE fallback IS NOT NULL "
         "GROUP BY language ORDER BY language")}
-    return {"languages": languages, "fallback": fallback}
+    values, files = conn.execute("SELECT COALESCE(SUM(redactions), 0), COUNT(*) FROM file_facts "
+                                 "WHERE redactions > 0").fetchone()
+    return {"languages": languages, "fallback": fallback, "redacted": {"values": values, "files": files}}
 
 
 def _write_manifest(run: IndexRun, ch: Changes) -> Committed:
@@ -105,7 +110,8 @@ def _write_manifest(run: IndexRun, ch: Changes) -> Committed:
         "chunk_count": counts, "embedder": run.embedder.identity, "tokenizer_version": ch.tok_version,
         "chunker_version": ch.chunker_version,
         "parse_error_files": agg[0] or 0, "decode_error_files": agg[1] or 0, "generation": generation,
-        **language_counts(conn),
+        "redaction": redaction_mode(run.config.extra),
+        **file_fact_counts(conn),
     }
     store.set_meta(conn, "manifest", manifest)
     store.set_meta(conn, "generation", generation)
