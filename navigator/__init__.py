@@ -1,0 +1,3 @@
+
+
+__version__ = "0.2.0"   # the one place the version is written: pyproject.toml reads it

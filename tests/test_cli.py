@@ -199,3 +199,18 @@ def test_eval_reports_malformed_lines(tmp_path, nav_env):
     qfile = write(tmp_path, "q.jsonl", '{"id": "a", "query": "x", "expect_any": [{"path": "pkg/mod0.py"}]}\nnot json\n')
     out = nav("eval", "--queries", str(qfile), "--repo", str(root))
     assert out.returncode == 2 and "line 2" in out.stderr
+
+
+def test_version_flag_and_version_command():
+    import subprocess, sys
+    from navigator import __version__
+    out = subprocess.run([sys.executable, "-m", "navigator", "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == f"nav {__version__}"
+    out = subprocess.run([sys.executable, "-m", "navigator", "version", "--json"], capture_output=True, text=True,
+                         timeout=60)
+    facts = json.loads(out.stdout)
+    from chunkers.base import CHUNKER_VERSION
+    from navigator.index.store import SCHEMA_VERSION
+    assert facts["nav"] == __version__ and facts["index_schema"] == SCHEMA_VERSION
+    assert facts["chunker"] == CHUNKER_VERSION and "go" in facts["languages"] and facts["python"].count(".") == 2
+    assert facts["embedder"]

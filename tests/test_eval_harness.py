@@ -400,3 +400,41 @@ def test_ceiling_table_buckets_ranks_and_reports_pool_ceilings():
         "3", "0", "(0%)", "0", "(0%)", "2", "(67%)", "1", "(33%)"]
     assert table_row(text, "ceiling: the hit", "overall")[1:] == ["2", "0.000", "0.500", "-"]
     assert "raise --depth" in text
+
+
+# ---------------------------------------------------------------- nav eval --html
+
+def test_html_page_shows_the_runs_figures_and_embeds_them_as_svg(tmp_path):
+    """navigator.evaluation.html_report: every number in the page (its table and the JSON the charts were drawn
+    from) equals what the run's JSON says (mean of each query's score per group), and the charts are inline
+    SVG with their text kept as text, so the page opens offline."""
+    import re
+    from navigator.evaluation.html_report import render_html
+    queries = [q_any("a1", ExpectItem("a.py", "MAX_STEPS = "), category="value"),
+               q_any("a2", ExpectItem("c.py", "def chunk_repository("), category="exact", lang="zh"),
+               q_any("a3", ExpectItem("a.py", "not there"), category="exact"),
+               q_all("x1", ExpectItem("a.py", "def run_loop("), ExpectItem("b.py", "def helper("))]
+    runs = {name: run_eval(queries, lambda q, depth, ranking=ranking: ranking, ks=(1, 3, 5), depth=5,
+                           retriever=name)
+            for name, ranking in (("fused", RANKING), ("reversed", list(reversed(RANKING))))}
+    page = render_html(runs, "nav eval: test")
+    assert page.count("<svg") == 4 and "http://" not in page.split("<svg", 1)[0]
+    assert "<text" in page and "hit@k" in page                  # svg.fonttype none: labels are text
+    data = json.loads(re.search(r'<script type="application/json" id="nav-eval-figures">(.*?)</script>', page,
+                                re.S).group(1))
+    for name, run in runs.items():
+        saved = run.to_json()["queries"]
+        for mode, metric in (("any", "hit"), ("all", "coverage")):
+            for group, pick in (("overall", lambda q: True), ("category exact", lambda q: q["category"] == "exact"),
+                                ("lang zh", lambda q: q["lang"] == "zh")):
+                chosen = [q for q in saved if q["mode"] == mode and pick(q)]
+                if not chosen:
+                    assert group not in data[name].get(metric, {})
+                    continue
+                for k in ("1", "3", "5"):
+                    expected = round(sum(q["scores"][k] for q in chosen) / len(chosen), 4)
+                    assert data[name][metric][group][k] == expected
+                    cell = re.search(rf"data-retriever='{name}' data-metric='{metric}' data-group='{group}'>"
+                                     rf".*?<td data-k='{k}'>([0-9.]+)</td>", page)
+                    assert float(cell.group(1)) == pytest.approx(expected, abs=5e-4)
+    assert data["fused"]["coverage"]["overall"]["3"] == 0.5 and data["reversed"]["coverage"]["overall"]["3"] == 1.0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from navigator.core.config import Config
@@ -16,6 +16,7 @@ CEILING_DEPTH = 200
 class EvalOutput:
     text: str
     payload: dict
+    runs: dict = field(default_factory=dict)     # retriever -> EvalRun, for the HTML page
 
 
 def _parse_ints(value: str, flag: str) -> tuple[int, ...]:
@@ -99,7 +100,16 @@ def evaluate(queries_path: str, repo: str | None, retrievers: list[str] | None, 
     payload = {"runs": {name: run.to_json() for name, run in runs.items()}}
     if len(runs) == 1:
         payload = next(iter(runs.values())).to_json()
-    return EvalOutput(render_eval_table(views), payload)
+    return EvalOutput(render_eval_table(views), payload, runs)
+
+
+def write_html(output: EvalOutput, path: str, queries_path: str) -> None:
+    """The run as one self-contained HTML page (navigator.evaluation.html_report)."""
+    from navigator.evaluation.html_report import render_html
+    if not output.runs:
+        raise UsageError("--html draws the retriever runs of nav eval; it does not apply with --budget")
+    page = render_html(output.runs, f"nav eval: {Path(queries_path).name}")
+    Path(path).write_text(page, encoding="utf-8")
 
 
 def evaluate_budgets(queries_path: str, repo: str | None, retriever: str | None, budgets: str) -> EvalOutput:

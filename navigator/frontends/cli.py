@@ -95,9 +95,33 @@ def json_option(help_text: str = "print the result as JSON"):
     return click.option("--json", "as_json", is_flag=True, help=help_text)
 
 
+def _version(ctx: click.Context, _param, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from navigator import __version__
+        click.echo(f"nav {__version__}")
+        ctx.exit(0)
+
+
 @click.group(context_settings=CONTEXT_SETTINGS, epilog=EPILOG, no_args_is_help=True)
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="print nav's version and exit (`nav version --json` says more)")
 def cli() -> None:
     """Index a local repository and find the code that answers a question."""
+
+
+@cli.command("version")
+@json_option("print the versions as JSON")
+def cmd_version(as_json: bool) -> int:
+    """nav's version, the embedder it would use, the index schema and chunker versions, Python."""
+    from navigator.core.config import Config
+    from navigator.index.store import versions
+    facts = versions(Config.from_env())
+    if as_json:
+        _print_json(facts)
+    else:
+        for key, value in facts.items():
+            print(f"{key:<12} {', '.join(value) if isinstance(value, list) else value}")
+    return 0
 
 
 @cli.command("index")
@@ -239,16 +263,24 @@ def _emit(output, as_json: bool, out_file: str | None = None) -> None:
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="also save the JSON run to this file")
 @click.option("--budget", default=None, metavar="N[,N...]",
               help="score what `nav context` returns at these token budgets, beside plain top-5")
+@click.option("--html", "html_file", default=None, type=click.Path(dir_okay=False),
+              help="also write the run as one self-contained HTML page (charts need the extra nav[report])")
 def cmd_eval(queries: str, repo: str, retriever: tuple[str, ...], k: str, level: str, file_rank: str | None,
              depth: int | None,
-             heads: bool, as_json: bool, out: str | None, budget: str | None) -> int:
+             heads: bool, as_json: bool, out: str | None, budget: str | None, html_file: str | None) -> int:
     """Measure retrieval on a query set (shared/eval-format.md)."""
-    from navigator.evaluation.commands import evaluate, evaluate_budgets
+    from navigator.evaluation.commands import evaluate, evaluate_budgets, write_html
     if budget:
+        if html_file:
+            from navigator.core.errors import UsageError
+            raise UsageError("--html draws the retriever runs of nav eval; it does not apply with --budget")
         _emit(evaluate_budgets(queries, repo, retriever[0] if retriever else None, budget), as_json, out)
         return 0
-    _emit(evaluate(queries, repo, list(retriever) or None, k=k, level=level, heads=heads, depth=depth,
-                   file_rank=file_rank), as_json, out)
+    output = evaluate(queries, repo, list(retriever) or None, k=k, level=level, heads=heads, depth=depth,
+                      file_rank=file_rank)
+    if html_file:
+        write_html(output, html_file, queries)
+    _emit(output, as_json, out)
     return 0
 
 
