@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {"search", "context", "read_span", "index_status", "reindex", "find_definition", "find_references",
          "symbol_neighbours"}
 LANGUAGE_FIXTURES = PROJECT_ROOT / "tests" / "fixtures" / "languages"
+# An edit reaches the server's watcher after its debounce (navigator.index.refresh.WATCH_DEBOUNCE_MS) and a
+# poll step; an agent's next call comes far later. Generous, so a busy machine does not make the test flaky.
+WATCHER_LATENCY_S = 1.0
 
 
 class McpSession:
@@ -172,20 +176,34 @@ def test_status_reports_a_fresh_index(server):
 
 
 def test_changes_while_serving_are_noticed_and_reindexed(server):
-    """Edit a file: results say stale; reindex (incremental), then by another process, then a rebuild:
-    each next query of the same server finds the new text."""
+    """Edit a file: the next search brings it into the lexical index first and says so, and its embeddings
+    follow in the background; reindex (incremental), then by another process, then a rebuild: each next query
+    of the same server finds the new text."""
     session, root, _, env = server
     path = root / "pkg" / "mod1.py"
     path.write_text(path.read_text() + "\n\ndef zorblax_frobnicator(signal):\n    return signal * 7\n")
-    text, _ = session.call("search", query="zorblax_frobnicator", k=3)
-    assert text.startswith("index: STALE (1 files changed since the build: pkg/mod1.py)")
-    assert "STALE" in session.call("index_status")[0]
+    time.sleep(WATCHER_LATENCY_S)
+    text, is_error = session.call("search", query="zorblax_frobnicator", k=3)
+    assert not is_error and text.startswith("index: fresh"), text
+    assert "note: refreshed 1 changed file before answering: pkg/mod1.py" in text
+    hits = [line for line in text.splitlines() if line.startswith(" 1. ")]
+    assert hits and hits[0].startswith(" 1. pkg/mod1.py:") and "zorblax_frobnicator" in text
+    for _ in range(120):                     # the background nav index embeds the new chunks
+        status, _ = session.call("index_status")
+        if "vectors    complete" in status:
+            break
+        time.sleep(0.5)
+    assert "vectors    complete" in status and "STALE" not in status, status
+    text, is_error = session.call("search", query="zorblax_frobnicator signal", k=40, retriever="vector")
+    assert not is_error and "pkg/mod1.py" in text and "refreshed" not in text
 
+    path.write_text(path.read_text() + "\n\nMAXIMUM_FROB_LEVEL = 9\n")
+    time.sleep(WATCHER_LATENCY_S)
     text, is_error = session.call("reindex")
     assert not is_error and "1 new or changed, 0 deleted" in text, text
-    text, is_error = session.call("search", query="zorblax_frobnicator", k=3)
-    assert not is_error and text.startswith("index: fresh")
-    assert text.splitlines()[2].startswith(" 1. pkg/mod1.py:") and "zorblax_frobnicator" in text.splitlines()[2]
+    text, is_error = session.call("search", query="MAXIMUM_FROB_LEVEL", k=3)
+    assert not is_error and text.startswith("index: fresh") and "refreshed" not in text
+    assert text.splitlines()[2].startswith(" 1. pkg/mod1.py:") and "MAXIMUM_FROB_LEVEL" in text.splitlines()[2]
 
     # nav index in another process moves the generation on: the server reopens the index and the vectors
     write(root, "pkg/added.py", "def quuxwidget_calibrate(level):\n    return level + 1\n")

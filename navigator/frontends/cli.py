@@ -91,6 +91,20 @@ def allow_secrets_option(fn):
                                             "they are (default: skipped and redacted; $NAV_ALLOW_SECRETS=1)")(fn)
 
 
+def refresh_option(fn):
+    return click.option("--refresh", is_flag=True,
+                        help="first bring files changed since the build into the index (at most "
+                             "$NAV_REFRESH_MAX_FILES, default 50; embedded in the background)")(fn)
+
+
+def _refresh_first(repo: str) -> None:
+    from navigator.index.refresh import refresh_repository
+    result = refresh_repository(repo)
+    note = result.note() if result is not None else None
+    if note:
+        click.echo(f"note: {note}", err=True)
+
+
 def json_option(help_text: str = "print the result as JSON"):
     return click.option("--json", "as_json", is_flag=True, help=help_text)
 
@@ -165,13 +179,16 @@ def cmd_status(path: str, as_json: bool) -> int:
 @retriever_option
 @click.option("--explain", is_flag=True, help="show which heads found each result, at which rank, and how they were weighed")
 @click.option("--full", is_flag=True, help="print whole chunks instead of previews")
+@refresh_option
 @json_option("machine-readable output (see README)")
 def cmd_search(query: str | None, query_file: str | None, level: str, k: int, repo: str, retriever: str | None,
-               explain: bool, full: bool, as_json: bool) -> int:
+               explain: bool, full: bool, refresh: bool, as_json: bool) -> int:
     """Ranked chunks (or files, --level file) for QUERY; QUERY - reads it from standard input."""
     from navigator.context.search import read_query, search
     if query is None and query_file is None:   # click's own wording and usage line, as for any missing argument
         raise click.UsageError("Missing argument 'QUERY' (or --query-file FILE; - reads standard input).")
+    if refresh:
+        _refresh_first(repo)
     response = search(repo, read_query(query, query_file), k, retriever, level=level)
     _print_json(response.to_json()) if as_json else print(response.render(explain=explain, full=full))
     return 0
@@ -185,14 +202,17 @@ def cmd_search(query: str | None, query_file: str | None, level: str, k: int, re
 @repo_option
 @retriever_option
 @policy_option("a selection policy file (default: $NAV_POLICY or the shipped one)")
+@refresh_option
 @json_option("the envelope as JSON (keys documented in navigator/context/envelope.py)")
 def cmd_context(question: str | None, query_file: str | None, budget: int, repo: str, retriever: str | None,
-                policy: str | None, as_json: bool) -> int:
+                policy: str | None, refresh: bool, as_json: bool) -> int:
     """A budgeted, self-describing selection of code for QUESTION; QUESTION - reads it from standard input."""
     from navigator.context.build import build_context
     from navigator.context.search import read_query
     if question is None and query_file is None:
         raise click.UsageError("Missing argument 'QUESTION' (or --query-file FILE; - reads standard input).")
+    if refresh:
+        _refresh_first(repo)
     envelope = build_context(read_query(question, query_file), budget, repo, retriever, policy=policy)
     _print_json(envelope.to_json()) if as_json else print(envelope.render_text())
     return 0

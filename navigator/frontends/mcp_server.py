@@ -75,14 +75,54 @@ class NavService:
         self.index_dir = self.config.index_dir_for(self.root)
         self._index = None
         self._generation: int | None = None      # the generation the open index was read at
-        self._db_fd: int | None = None            # nav.db as it was when opened: unlinked (nlink 0) once replaced
+        # nav.db's (device, inode) when opened: a --rebuild writes a new file. Not an open descriptor: closing
+        # a second descriptor of a file drops every POSIX lock this process holds on it, SQLite's included.
+        self._db_id: tuple[int, int] | None = None
         self._retrievers: dict[str, object] = {}
+        self._watcher = None                      # navigator.index.refresh.TreeWatcher, started with the service
+        self._fresh_since_watch = False           # the index matched the tree when the watcher last had news
+        self.last_refresh = None                  # the RefreshResult of the latest call, said in its result
+
+    def watch(self) -> None:
+        """Notice edits without walking the tree per query (NAV_WATCH=0 turns it off: every call walks)."""
+        from navigator.index.refresh import TreeWatcher
+        if self._watcher is None and self.config.extra.get("NAV_WATCH", "1").strip() != "0":
+            self._watcher = TreeWatcher(self.root, ignored=(self.index_dir,))
+
+    def refreshed_index(self):
+        """The open index, first brought up to date with the files changed on disk when at most
+        NAV_REFRESH_MAX_FILES changed (lexically now, embedded in the background: navigator.index.refresh).
+        With a healthy watcher that saw nothing since the index last matched the tree, no walk at all."""
+        from navigator.index.refresh import refresh
+        index = self.index()
+        self.last_refresh = None
+        watcher = self._watcher
+        if watcher is not None and watcher.healthy and self._fresh_since_watch and not watcher.pending():
+            index.known_fresh = True
+            return index
+        if watcher is not None:
+            watcher.take()
+        index.known_fresh = False
+        fresh = index.freshness()
+        if fresh.state != "stale":
+            self._fresh_since_watch = True
+            return index
+        from navigator.index.walk import diff_tree
+        changed = diff_tree(self.root, index.conn, index.manifest.get("skip") or [], self.config)
+        result = refresh(self.root, self.config, changed)
+        self.last_refresh = result
+        if result.refreshed or result.deleted:
+            previous = self._index
+            index = self.index()           # the refresh committed a new generation: reopen, keep the encoder
+            index.adopt_query_encoder(previous)
+            self._fresh_since_watch = True
+        return index
 
     # ---- the open index
     def _index_changed(self) -> bool:
         """A new nav.db (a --rebuild deletes the file and writes another) or a new generation in it."""
         from navigator.index import store
-        if self._db_fd is None or os.fstat(self._db_fd).st_nlink == 0:
+        if self._db_id is None or _file_id(self.index_dir / store.DB_NAME) != self._db_id:
             return True
         manifest = store.get_meta(self._index.conn, "manifest") or {}
         return manifest.get("generation") != self._generation
@@ -98,23 +138,15 @@ class NavService:
             # The vector store changed under this process's chromadb client: read it from disk again.
             from navigator.index.vector_store import release_vector_store
             release_vector_store(self.index_dir)
-        try:
-            db_fd = os.open(self.index_dir / store.DB_NAME, os.O_RDONLY)
-        except FileNotFoundError:
-            db_fd = None
-        try:
-            index = NavIndex.open(self.root, self.config)   # a missing index raises IndexMissingError here
-        except BaseException:
-            if db_fd is not None:
-                os.close(db_fd)
-            raise
-        self._index, self._generation, self._db_fd = index, index.generation, db_fd
+        db_id = _file_id(self.index_dir / store.DB_NAME)
+        index = NavIndex.open(self.root, self.config)   # a missing index raises IndexMissingError here
+        self._index, self._generation, self._db_id = index, index.generation, db_id
         return index
 
     def retriever(self, name: str | None):
-        """(name, retriever) over the open index, built once per index generation."""
+        """(name, retriever) over the open index (refreshed first), built once per index generation."""
         from retrievers.registry import get_retriever, selected_name
-        index = self.index()
+        index = self.refreshed_index()
         name = selected_name(name, self.config)
         if name not in self._retrievers:
             self._retrievers[name] = get_retriever(name, index, self.config)
@@ -123,9 +155,7 @@ class NavService:
     def close(self) -> None:
         if self._index is not None:
             self._index.conn.close()
-        if self._db_fd is not None:
-            os.close(self._db_fd)
-        self._index, self._generation, self._db_fd, self._retrievers = None, None, None, {}
+        self._index, self._generation, self._db_id, self._retrievers = None, None, None, {}
 
     # ---- the tools' work
     def search(self, query: str, k: int, level: str, retriever: str | None) -> str:
@@ -139,7 +169,7 @@ class NavService:
         depth = k if level == "chunk" else min(k * FILE_LEVEL_CHUNK_DEPTH, MAX_K * FILE_LEVEL_CHUNK_DEPTH)
         response = search_open_index(self._index, ranker, name, query, depth)
         head = [describe_index_state(response.index_state), f"retriever: {name}"]
-        head += [f"note: {note}" for note in response.notes]
+        head += [f"note: {note}" for note in [*self.refresh_notes(), *response.notes]]
         if level == "chunk":
             return "\n".join(head + [response.render()])
         files = files_in_rank_order(response.results, k)
@@ -157,7 +187,11 @@ class NavService:
         selector = load_selector(None, self.config)   # per call: an edited policy file is a new policy
         name, ranker = self.retriever(retriever)
         envelope = context_from_open_index(question, budget, self._index, ranker, name, selector)
-        return envelope.render_text()
+        return "\n".join([*(f"note: {n}" for n in self.refresh_notes()), envelope.render_text()])
+
+    def refresh_notes(self) -> list[str]:
+        note = self.last_refresh.note() if self.last_refresh is not None else None
+        return [note] if note else []
 
     def read_span(self, path: str, start_line: int | None, end_line: int | None) -> str:
         from agent_loop.repo_files import read_file
@@ -180,6 +214,11 @@ class NavService:
 
     def status(self) -> str:
         from navigator.index.status import status
+        if self._index is not None or (self.index_dir / "nav.db").exists():
+            try:
+                self.refreshed_index()
+            except Exception:      # a damaged or missing index: status itself says so below
+                pass
         report = status(self.root, self.config)
         text = report.render()
         if report.state["state"] in ("stale", "missing"):
@@ -188,10 +227,20 @@ class NavService:
 
     def reindex(self, rebuild: bool) -> str:
         from navigator.index.indexer import build_index
+        from navigator.index.refresh import wait_for_background
+        wait_for_background()   # a refresh's background embedding finishes first: it holds the index lock
         self.close()   # no connection of this process holds the database while it is rewritten
         summary = build_index(self.root, self.config, rebuild=rebuild)
         self.index()   # reopen now: the next query pays nothing, and a broken index shows here
         return summary.render()
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _no_search(query: str, budget: int) -> str:
@@ -285,5 +334,7 @@ def build_server(service: NavService):
 
 def serve(repo: str | Path | None) -> int:
     """Serve the repository over stdio until the client closes the connection."""
-    build_server(NavService(repo)).run("stdio")
+    service = NavService(repo)
+    service.watch()
+    build_server(service).run("stdio")
     return 0

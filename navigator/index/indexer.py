@@ -80,9 +80,12 @@ class IndexSummary:
 
 
 def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = None, rebuild: bool = False,
-                progress_stream=None, embed_fn: Callable | None = None) -> IndexSummary:
+                progress_stream=None, embed_fn: Callable | None = None, embed_vectors: bool = True) -> IndexSummary:
     """Bring the index of `repo_root` up to date. Only new or changed files are re-chunked and only chunk
-    texts without a cached embedding are embedded; nothing loads the model when nothing needs embedding."""
+    texts without a cached embedding are embedded; nothing loads the model when nothing needs embedding.
+    With embed_vectors=False the run stops after the lexical commit (files, chunks, graph, BM25): searches
+    see the new text at once, the vector head says it is partial until a later run embeds the rest
+    (navigator.index.refresh)."""
     started = time.monotonic()
     index_dir = config.index_dir_for(repo_root)
     summary = IndexSummary(root=str(repo_root), index_dir=str(index_dir))
@@ -97,14 +100,19 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         committed = commit_lexical(run, changes)
         prune_cache(run.conn, committed.chunk_count)
         summary.notes.extend(write_postings(run, changes, committed))
-        release_freed_memory()
-        vectors = VectorSync(run, committed)
-        vectors.start(previous_vectors)
-        summary.chunks_embedded = embed(run, unembedded_texts(run), on_group=vectors.add)
-        record = vectors.finish()
-        summary.notes.extend(sync_multilingual(run))
+        if embed_vectors:
+            release_freed_memory()
+            vectors = VectorSync(run, committed)
+            vectors.start(previous_vectors)
+            summary.chunks_embedded = embed(run, unembedded_texts(run), on_group=vectors.add)
+            record = vectors.finish()
+            summary.notes.extend(sync_multilingual(run))
+        else:
+            record = coverage.read(run.conn) or {"excluded": 0}
+            summary.notes.append("embedding deferred: the changed chunks are searchable lexically now; "
+                                 "a later nav index embeds them")
         run.conn.close()
-        if committed.chunk_count and onnx_enabled(config):
+        if embed_vectors and committed.chunk_count and onnx_enabled(config):
             summary.notes.extend(ensure_onnx_export(index_dir, config, run.embedder.identity))
         summary.chunks_not_embedded = record["excluded"]
 
@@ -113,7 +121,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
     summary.files_deleted = len(changes.deleted)
     summary.chunks = committed.chunk_count
     embeddable = sum(len(v) for p, v in changes.new_chunks.items() if embed_all(config) or not embed_excluded(p))
-    summary.chunks_reused = max(0, embeddable - summary.chunks_embedded)
+    summary.chunks_reused = max(0, embeddable - summary.chunks_embedded) if embed_vectors else 0
     summary.skipped = dict(run.skipped)
     summary.parse_error_files = committed.manifest["parse_error_files"]
     summary.decode_error_files = committed.manifest["decode_error_files"]

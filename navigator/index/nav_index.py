@@ -78,6 +78,9 @@ class NavIndex:
         self._matrix = None
         self._collection = None
         self._query_encoder = None
+        # Set by a long-lived process whose watcher saw no change since it last found the index matching the
+        # tree: freshness() then answers without walking the tree (navigator.index.refresh.TreeWatcher).
+        self.known_fresh = False
         from navigator.index.repair import writable
         # A .nav this process cannot write (read-only file system, another user's): chromadb cannot even
         # open its store there, so vector searches rank nav.db's own vectors exactly (see _exact_search).
@@ -205,6 +208,13 @@ class NavIndex:
         return np.stack([np.frombuffer(found[h], dtype=np.float32) for h in hashes]) if hashes else np.zeros((0, 0), np.float32)
 
     # ---- vectors
+    def adopt_query_encoder(self, previous: "NavIndex") -> None:
+        """Keep the query encoder a previous generation of this index loaded (the same embedder): a long-lived
+        process that reopens the index after a refresh does not pay for loading it again."""
+        same = previous.manifest.get("embedder") == self.manifest.get("embedder")
+        if same and previous._query_encoder is not None and self._query_encoder is None:
+            self._query_encoder = previous._query_encoder
+
     def _load_query_encoder(self):
         """The ONNX export beside the index when there is one (no torch import, ~0.3 s cold), else
         sentence-transformers."""
@@ -430,6 +440,8 @@ class NavIndex:
         from navigator.index.walk import diff_tree
         if self.chunk_count == 0:
             return Freshness("empty", 0, [])
+        if self.known_fresh:     # a long-lived process's watcher saw nothing change (navigator.index.refresh)
+            return Freshness("fresh", 0, [])
         changed = diff_tree(self.root, self.conn, self.manifest.get("skip") or [], self.config)
         return Freshness("stale" if changed else "fresh", len(changed), changed[:5])
 
