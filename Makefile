@@ -22,10 +22,11 @@ demo: $(STAMP)
 	$(NAV) index .
 	$(NAV) search "where are embeddings cached by content hash" -k 3
 
-# The evaluation corpora (click 8.1.8 and each language set's pinned package), fetched by version and
-# verified by sha256, unpacked outside the repo.
+# The evaluation corpora (click 8.1.8 and each language set's pinned package) and the training sources
+# (training/data/sources), fetched by version and verified by sha256, unpacked outside the repo.
 corpus: $(STAMP)
 	$(PY) rag-eval/fetch_corpus.py --all
+	$(PY) training/data/fetch.py
 
 test: $(STAMP) corpus
 	$(PY) -m pytest -q

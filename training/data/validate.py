@@ -3,7 +3,7 @@
 
 Usage:
     python training/data/validate.py attrs [httpx ...]     # or no name: every library with a source record
-    NAV_TRAINING_SRC=/work/training-src python training/data/validate.py
+    NAV_TRAINING_SRC=~/.cache/nav/training-src python training/data/validate.py
 
 Exit 0 when every record passes, 1 with one line per problem otherwise. Stdlib only, so a writer can run
 it before nav's dependencies are installed; `training/data/build.py` and the tests call the same functions.
@@ -23,7 +23,7 @@ SOURCES_DIR = DATA_DIR / "sources"
 QUESTIONS_DIR = DATA_DIR / "questions"
 BUGREPORTS_DIR = DATA_DIR / "bugreports"
 SOURCE_TREES_ENV = "NAV_TRAINING_SRC"
-DEFAULT_SOURCE_TREES = Path("/work/training-src")
+DEFAULT_SOURCE_TREES = Path("~/.cache/nav/training-src").expanduser()
 
 QUESTION_CATEGORIES = frozenset({"exact_identifier", "semantic", "value_lookup", "cross_file"})
 LANGS = frozenset({"en", "zh"})

