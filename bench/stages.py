@@ -56,7 +56,7 @@ def search_stages(tree: str, query: str) -> dict[str, float]:
 
 
 def index_stages(tree: str) -> dict[str, float]:
-    from navigator.index import indexer, store
+    from navigator.index import indexer
     from navigator.core.config import Config
     times: dict[str, float] = {}
 
@@ -73,12 +73,14 @@ def index_stages(tree: str) -> dict[str, float]:
 
         setattr(module, name, inner)
 
-    for name, label in [("walk_tree", "walk"), ("_embed_with_onnx_while_importing_chromadb",
-                                                 "ONNX embed || import chromadb"),
-                        ("_embed_into_cache", "store vectors"), ("_prune_cache", "prune cache"),
-                        ("write_bm25_state", "write BM25 state"), ("sync_chroma", "sync chroma")]:
+    # The stages as navigator.index.indexer calls them (navigator/index/stages/).
+    for name, label in [("_open_run", "open (nav.db, quick_check)"), ("walk", "walk"), ("chunk", "read + chunk"),
+                        ("commit_lexical", "lexical commit (graph)"), ("prune_cache", "prune cache"),
+                        ("write_postings", "write BM25 postings"), ("embed", "embed"),
+                        ("sync_multilingual", "multilingual"), ("ensure_onnx_export", "ONNX export check")]:
         timed(indexer, name, label)
-    timed(store, "open_collection", "  of which open chroma")
+    for method, label in (("start", "vector sync: start"), ("finish", "vector sync: finish")):
+        timed(indexer.VectorSync, method, label)
     imported = time.perf_counter()
     summary = indexer.build_index(Path(tree).resolve(), Config.from_env())
     done = time.perf_counter()

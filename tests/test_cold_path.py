@@ -237,6 +237,9 @@ def test_state_follows_edits_and_deletes_incrementally(tmp_path, nav_env):
 def test_rebuild_clears_old_generations(tmp_path, nav_env):
     root = make_repo(tmp_path / "repo", modules=2)
     index_repo(root)
+    index_repo(root)                                   # nothing changed: the same generation (issue 25, part 4)
+    assert bm25_dirs(root) == ["1"]
+    (root / "pkg" / "mod0.py").write_text("def changed():\n    return 2\n")
     index_repo(root)
     assert bm25_dirs(root) == ["2"]
     build_index(root.resolve(), Config.from_env(), rebuild=True)

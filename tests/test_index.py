@@ -379,8 +379,9 @@ def test_corrupt_index_is_reported_and_rebuild_recovers(tmp_path, nav_env):
     assert summary.chunks > 0 and NavIndex.open(root).vector_search("worker runs jobs", 2)
 
 
-def test_damaged_vector_store_is_rebuilt_from_database(tmp_path, nav_env):
+def test_damaged_vector_store_is_rebuilt_from_database(tmp_path, nav_env, monkeypatch):
     import shutil
+    monkeypatch.setenv("NAV_VECTOR_SEARCH", "ann")      # the chroma collection is searched (and so kept)
     root = make_repo(tmp_path / "repo", modules=2)
     build(root)
     shutil.rmtree(root / ".nav" / "chroma")
@@ -390,6 +391,42 @@ def test_damaged_vector_store_is_rebuilt_from_database(tmp_path, nav_env):
     conn.close()
     index = NavIndex.open(root)
     assert len(index.vector_search("worker", 100)) == index.vector_count
+
+
+def test_an_index_searched_exactly_leaves_chroma_to_the_reader_that_needs_it(tmp_path, nav_env, monkeypatch):
+    """Issue 25, part 4: under exact search (the default up to 60k chunks) nav index never opens the chroma
+    collection (no chromadb import); a reader switched to chroma's search syncs it from nav.db first."""
+    root = make_repo(tmp_path / "repo", modules=2)
+    build(root)
+    assert not (root / ".nav" / "chroma").exists()
+    exact = NavIndex.open(root)
+    monkeypatch.setenv("NAV_VECTOR_SEARCH", "ann")
+    ann = NavIndex.open(root, Config.from_env())
+    assert [c for c, _ in ann.vector_search("worker", 5)] == [c for c, _ in exact.vector_search("worker", 5)]
+    assert (root / ".nav" / "chroma").is_dir() and ann._chroma().count() == ann.vector_count
+
+
+def test_a_run_that_changes_nothing_keeps_the_generation_and_loads_nothing(tmp_path, nav_env):
+    """No new generation (a long-lived reader reopens nothing), no postings written, no model, no chromadb."""
+    import subprocess, sys
+    root = make_repo(tmp_path / "repo", modules=2)
+    build(root)
+    generation = NavIndex.open(root).generation
+    bm25_dirs = sorted(p.name for p in (root / ".nav" / "bm25").iterdir())
+    code = ("import sys; from pathlib import Path; from navigator.core.config import Config; "
+            "from navigator.index.indexer import build_index; "
+            f"s = build_index(Path({str(root)!r}), Config.from_env()); "
+            "print(s.files_changed, s.chunks_embedded, sorted(m for m in ('torch', 'chromadb', 'onnxruntime', "
+            "'sentence_transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy(),
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[-2] == "0 0 []"
+    assert NavIndex.open(root).generation == generation
+    assert sorted(p.name for p in (root / ".nav" / "bm25").iterdir()) == bm25_dirs
+    (root / "pkg" / "mod0.py").touch()                 # a new mtime, the same content: still nothing to do
+    build(root)
+    assert NavIndex.open(root).generation == generation
 
 
 def test_index_built_with_another_embedder(tmp_path, nav_env, monkeypatch):

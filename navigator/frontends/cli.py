@@ -145,13 +145,16 @@ def cmd_version(as_json: bool) -> int:
 @click.option("--skip", multiple=True, metavar="NAMES",
               help="comma-separated names or globs to leave out, gitignore syntax (repeatable), e.g. --skip repos,data")
 @click.option("--rebuild", is_flag=True, help="discard the index and build it anew (re-embeds everything)")
+@click.option("--lexical-only", is_flag=True,
+              help="stop after files, chunks, graph and BM25 are committed; a later nav index embeds the rest")
 @json_option("print the summary as JSON")
-def cmd_index(path: str, skip: tuple[str, ...], rebuild: bool, as_json: bool) -> int:
+def cmd_index(path: str, skip: tuple[str, ...], rebuild: bool, lexical_only: bool, as_json: bool) -> int:
     """Build or update the index of PATH (default: .), incrementally."""
     from navigator.core.config import Config
     from navigator.index.indexer import build_index
     from navigator.index.nav_index import resolve_repo
-    summary = build_index(resolve_repo(path), Config.from_env(), skip=list(skip) or None, rebuild=rebuild)
+    summary = build_index(resolve_repo(path), Config.from_env(), skip=list(skip) or None, rebuild=rebuild,
+                          embed_vectors=not lexical_only)
     _print_json(summary.to_json()) if as_json else print(summary.render())
     return 0
 

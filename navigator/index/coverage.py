@@ -7,6 +7,7 @@ nav.db meta "vectors" (written by the indexer's stages, read at open with one me
     chunks      chunks in the index
     embedded    chunks whose text has a cached vector (these are the ones synced into chroma)
     excluded    chunks left unembedded by rule (navigator.index.embed_rule), counted apart from the partial share
+    embed_all   NAV_EMBED_ALL when it was measured (what counted as excluded)
     synced      the chroma collection was brought in line with nav.db after the last group was embedded;
                 false from the lexical commit until the vector stage finishes, so a run killed in between
                 makes the next run (or a reader, when no build is running) compare every id again
@@ -32,7 +33,8 @@ def measure(conn: sqlite3.Connection, generation: int, *, synced: bool, embed_al
         embedded += with_vector
         if with_vector < n and not embed_all and embed_excluded(path):
             excluded += n - with_vector
-    return {"generation": generation, "chunks": chunks, "embedded": embedded, "excluded": excluded, "synced": synced}
+    return {"generation": generation, "chunks": chunks, "embedded": embedded, "excluded": excluded, "synced": synced,
+            "embed_all": embed_all}
 
 
 def write(conn: sqlite3.Connection, record: dict) -> None:

@@ -17,12 +17,13 @@ from navigator.index.embed_rule import embed_all, embed_excluded
 from navigator.index.lock import IndexLock  # noqa: F401  (re-exported: tests and callers import it here)
 from navigator.index.onnx_query import ensure_onnx_export, onnx_enabled
 from navigator.index.secrets import ALLOWED_WARNING
+from navigator.index.nav_index import searches_exactly
 from navigator.index.status import render_languages
 from navigator.index.stages.chunk import chunk
 from navigator.index.stages.embed import EMBED_COMMIT_EVERY, Progress, embed, prune_cache, unembedded_texts  # noqa: F401
 from navigator.index.stages.postings import write_postings
 from navigator.index.stages.run import IndexRun
-from navigator.index.stages.store import commit_lexical
+from navigator.index.stages.store import commit_lexical, index_is_current, touch_manifest
 from navigator.index.stages.vectors import VectorSync, sync_multilingual
 from navigator.index.stages.walk import walk
 from navigator.index.vector_store import chroma_server, delete_vector_store
@@ -96,11 +97,20 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         previous_vectors = coverage.read(run.conn)
         walked = walk(run, skip)
         changes = chunk(run, walked)
-        # Lexical first: files, chunks, graph and manifest are committed before the model is even loaded.
-        committed = commit_lexical(run, changes)
-        prune_cache(run.conn, committed.chunk_count)
-        summary.notes.extend(write_postings(run, changes, committed))
-        if embed_vectors:
+        current = index_is_current(run, changes)
+        if current:
+            # Nothing changed: the same generation, no postings, no vector store, no model (issue 25, part 4).
+            committed = touch_manifest(run, changes)
+        else:
+            # Lexical first: files, chunks, graph and manifest are committed before the model is even loaded.
+            committed = commit_lexical(run, changes)
+            prune_cache(run.conn, committed.chunk_count)
+            summary.notes.extend(write_postings(run, changes, committed))
+        if embed_vectors and current and vectors_current(run) and \
+                run.server is None and searches_exactly(config, committed.chunk_count):
+            record = coverage.read(run.conn) or {"excluded": 0}
+            summary.notes.extend(sync_multilingual(run))
+        elif embed_vectors:
             release_freed_memory()
             vectors = VectorSync(run, committed)
             vectors.start(previous_vectors)
@@ -109,8 +119,9 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
             summary.notes.extend(sync_multilingual(run))
         else:
             record = coverage.read(run.conn) or {"excluded": 0}
-            summary.notes.append("embedding deferred: the changed chunks are searchable lexically now; "
-                                 "a later nav index embeds them")
+            if not current:
+                summary.notes.append("embedding deferred: the changed chunks are searchable lexically now; "
+                                     "a later nav index embeds them")
         run.conn.close()
         if embed_vectors and committed.chunk_count and onnx_enabled(config):
             summary.notes.extend(ensure_onnx_export(index_dir, config, run.embedder.identity))
@@ -132,6 +143,13 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         summary.notes.insert(0, f"WARNING {ALLOWED_WARNING}")
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def vectors_current(run: IndexRun) -> bool:
+    """The vector head complete under this run's embed rule (NAV_EMBED_ALL may have changed since)."""
+    record = coverage.read(run.conn)
+    return coverage.is_complete(record) and bool(record) and \
+        bool(record.get("embed_all", False)) == embed_all(run.config)
 
 
 def _open_run(repo_root: Path, index_dir: Path, config: Config, summary, progress_stream, embed_fn) -> IndexRun:

@@ -270,14 +270,7 @@ class NavIndex:
 
     @functools.cached_property
     def _searches_exactly(self) -> bool:
-        mode = self.config.extra.get(VECTOR_SEARCH_ENV, "").strip().lower() or "auto"
-        if mode not in VECTOR_SEARCH_MODES:
-            raise UsageError(f"{VECTOR_SEARCH_ENV} must be one of {', '.join(VECTOR_SEARCH_MODES)}, got {mode!r}",
-                             hint="unset it for auto: exact up to "
-                                  f"{EXACT_SEARCH_LIMIT:,} chunks, chroma's approximate search above")
-        if self._exact_only or mode == "exact":
-            return True
-        return mode == "auto" and not self.config.chroma_url and self.chunk_count <= EXACT_SEARCH_LIMIT
+        return self._exact_only or searches_exactly(self.config, self.chunk_count)
 
     def _exact_search(self, vec, k: int) -> list[tuple[str, float]]:
         """Cosine over the chunk vectors in nav.db's cache that the vector head holds (this embedder's, of the
@@ -466,6 +459,20 @@ class NavIndex:
         if server is None:
             return {"vector_store": "embedded"}
         return {"vector_store": "server", "chroma_url": server.url, "chroma_collection": server.collection}
+
+
+def searches_exactly(config: Config, chunk_count: int) -> bool:
+    """Whether vector searches rank nav.db's own vectors exactly (NAV_VECTOR_SEARCH: exact, or auto up to
+    EXACT_SEARCH_LIMIT chunks on the embedded store) rather than through chroma's collection. Where they do,
+    `nav index` leaves the collection unsynced (no chromadb import) and a reader that needs it syncs it first."""
+    mode = config.extra.get(VECTOR_SEARCH_ENV, "").strip().lower() or "auto"
+    if mode not in VECTOR_SEARCH_MODES:
+        raise UsageError(f"{VECTOR_SEARCH_ENV} must be one of {', '.join(VECTOR_SEARCH_MODES)}, got {mode!r}",
+                         hint="unset it for auto: exact up to "
+                              f"{EXACT_SEARCH_LIMIT:,} chunks, chroma's approximate search above")
+    if mode == "exact":
+        return True
+    return mode == "auto" and not config.chroma_url and chunk_count <= EXACT_SEARCH_LIMIT
 
 
 def _raise_if_building(root: Path, index_dir: Path) -> None:

@@ -33,6 +33,11 @@ class Changes:
     def chunk_count(self) -> int:
         return sum(len(v) for v in self.new_chunks.values())
 
+    @property
+    def changes_content(self) -> bool:
+        """Whether this run changes any file, chunk or token list (else only mtimes and the manifest move)."""
+        return bool(self.new_files or self.deleted or self.retokenize)
+
 
 def _tokenizer():
     """The BM25 document tokenizer, when the retrievers package provides one."""
@@ -57,8 +62,19 @@ def chunk(run: IndexRun, walked) -> Changes:
         manifest.get("redaction") != redaction_mode(run.config.extra)
     # Chunks kept from earlier runs hold another tokenizer's lists (a first run has none to redo).
     ch.retokenize = bool(known) and ch.tok_version is not None and manifest.get("tokenizer_version") != ch.tok_version
-    ch.bm25_base = newest_bm25_state(run.index_dir / store.BM25_DIR, ch.tok_version) if ch.document_tokens else None
-    ch.encoder = term_encoder_over(ch.bm25_base)
+    loaded = False
+
+    def load_postings() -> None:
+        # The newest postings number the terms of this run's new chunks; read only when something is new (a
+        # no-op run never reads them: navigator.index.indexer returns before the postings stage).
+        nonlocal loaded
+        if not loaded and ch.document_tokens:
+            ch.bm25_base = newest_bm25_state(run.index_dir / store.BM25_DIR, ch.tok_version)
+            ch.encoder = term_encoder_over(ch.bm25_base)
+        loaded = True
+
+    if ch.retokenize or not known:
+        load_postings()
     present: set[str] = set()
     for f in walked.files:
         old = known.get(f.path)
@@ -82,6 +98,7 @@ def chunk(run: IndexRun, walked) -> Changes:
         if redacting:
             redacted = redact(f.path, text)
             text, redactions = redacted.text, redacted.count
+        load_postings()
         result = chunk_file(f.path, text)
         ch.new_files[f.path] = (sha, f.size, f.mtime_ns, result.parse_errors, int(src.decode_error))
         ch.new_chunks[f.path] = result.chunks
@@ -93,4 +110,6 @@ def chunk(run: IndexRun, walked) -> Changes:
                 ch.token_json[c.id] = json.dumps(tokens)
                 ch.new_terms[c.id] = ch.encoder.encode(tokens)
     ch.deleted = [p for p in known if p not in present]
+    if ch.deleted:
+        load_postings()
     return ch

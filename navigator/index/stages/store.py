@@ -43,6 +43,47 @@ def commit_lexical(run: IndexRun, ch: Changes) -> Committed:
     return committed
 
 
+def index_is_current(run: IndexRun, ch: Changes) -> bool:
+    """Whether this run can leave the index's generation as it is: no file, chunk or token list changes, and
+    nothing derived from them (the graph, this generation's BM25 postings) is missing or out of date."""
+    from navigator.index.graph import GRAPH_META_KEY, GRAPH_VERSION
+    conn = run.conn
+    generation = store.get_meta(conn, "generation", 0)
+    return (not ch.changes_content and bool(run.manifest) and generation > 0
+            and store.get_meta(conn, GRAPH_META_KEY) == GRAPH_VERSION
+            and run.manifest.get("redaction") == redaction_mode(run.config.extra)
+            and _postings_readable(run, generation, ch.tok_version))
+
+
+def _postings_readable(run: IndexRun, generation: int, tok_version: str | None) -> bool:
+    """This generation's BM25 postings are on disk, for this tokenizer, and open (memory-mapped: cheap)."""
+    if tok_version is None:
+        return True
+    from navigator.index.lexical import BM25Postings, BM25StateError
+    try:
+        _, params = BM25Postings.load(store.bm25_state_dir(run.index_dir, generation))
+    except (BM25StateError, OSError, ValueError):
+        return False
+    return params.get("generation") == generation and params.get("tokenizer_version") == tok_version
+
+
+def touch_manifest(run: IndexRun, ch: Changes) -> Committed:
+    """A run that changed nothing: the same generation (a long-lived reader need not reopen anything), the
+    files' new mtimes and the manifest's build time, HEAD and skip counts."""
+    from navigator.index.walk import git_head
+    conn = run.conn
+    conn.execute("BEGIN IMMEDIATE")
+    for size, mtime, path in ch.touched_mtime:
+        conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime, path))
+    now = time.time()
+    manifest = {**run.manifest, "built_at": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+                "built_at_epoch": now, "git_head": git_head(run.repo_root), "skipped": dict(run.skipped),
+                "skip": run.skip_rules}
+    store.set_meta(conn, "manifest", manifest)
+    conn.execute("COMMIT")
+    return Committed(manifest["generation"], manifest["chunk_count"], manifest["files_indexed"], manifest)
+
+
 def _swap_files_and_chunks(conn, ch: Changes) -> set[str]:
     """Delete the deleted and changed files' chunks, insert the changed files' new ones; the ids removed
     (some come back unchanged)."""

@@ -20,9 +20,14 @@ from navigator.index.vector_store import open_collection, server_errors, sync_ch
 
 class VectorSync:
     def __init__(self, run: IndexRun, committed: Committed):
+        from navigator.index.nav_index import searches_exactly
         self.run, self.committed = run, committed
         self.record = coverage.read(run.conn)
         self.collection = None
+        # Searched exactly over nav.db's vectors (the embedded store up to 60k chunks): the collection is left
+        # behind and synced by the first reader that needs it (NavIndex._repair_chroma_if_behind), so an index
+        # run imports no chromadb (~0.5-1.7 s). A server is always kept in step: others read it.
+        self.defer_chroma = run.server is None and searches_exactly(run.config, committed.chunk_count)
         # A chroma server that fails is remembered, not raised at once: the embed stage still fills nav.db's
         # cache (nothing to redo once the server is back), and finish() raises it with the record unsynced.
         self.failure: Exception | None = None
@@ -31,6 +36,8 @@ class VectorSync:
         """Chroma in line with the cached vectors. When the previous run did not finish its vector stage
         (its record is not synced), chroma may lack vectors of its last group: compare every id."""
         c, run = self.committed, self.run
+        if self.defer_chroma:
+            return
         changes = None if previous is not None and not previous.get("synced", True) else (c.removed_ids, c.added_ids)
         # nav.db is committed: a server that fails here loses nothing (the next run syncs, see vector_store).
         try:
@@ -46,7 +53,7 @@ class VectorSync:
         rows = list(store.select_where_in(
             run.conn, "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash",
             "c.content_hash", hashes))
-        if rows:
+        if rows and not self.defer_chroma:
             try:
                 self._upsert(rows)
             except VectorStoreUnavailableError as exc:
