@@ -53,7 +53,7 @@ def test_shell_completion_comes_from_click_and_imports_nothing_heavy():
         return out.stdout.splitlines()
 
     assert complete("nav s") == ["plain,search", "plain,status"]
-    assert complete("nav search q --re") == ["plain,--repo", "plain,--retriever"]
+    assert complete("nav search q --re") == ["plain,--repo", "plain,--retriever", "plain,--refresh"]
     from retrievers.registry import registered_names
     assert complete("nav search q --retriever ") == [f"plain,{n}" for n in sorted(registered_names())]
     assert {"baseline", "bm25", "hybrid", "rerank", "vector"} <= set(registered_names())
