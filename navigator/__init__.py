@@ -1,3 +1,1 @@
-
-
-__version__ = "0.2.0"   # the one place the version is written: pyproject.toml reads it
+from navigator.core.version import __version__  # noqa: F401  (navigator.__version__, as packages have it)

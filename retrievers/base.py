@@ -62,6 +62,9 @@ class Retriever(ABC):
     """
 
     name: str = ""
+    # Whether retrieve() embeds the query: a front end then starts loading the query encoder at once
+    # (NavIndex.preload_query_encoder) instead of when the vector head first asks for it.
+    embeds_queries: bool = True
 
     def __init__(self, index: "NavIndex", config: "Config"):
         self.index = index

@@ -167,6 +167,7 @@ class BM25Retriever(Retriever):
     index) gets the in-memory build silently."""
 
     name = HEAD
+    embeds_queries = False
 
     def __init__(self, index: "NavIndex", config: "Config"):
         super().__init__(index, config)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from retrievers.fusion import reciprocal_rank_fusion
 from retrievers.query_analysis import QueryAnalysis, analyse_query
-from retrievers.source_prior import factor_for, is_non_source, prior_setting
+from retrievers.source_prior import SourcePrior, prior_setting
 
 if TYPE_CHECKING:
     from chunkers.base import CodeChunk
@@ -209,11 +209,11 @@ class FileRanker:
             title_weights = saturated_query_weights(query_tokens(title))
             rankings["title"] = [p for p, _ in cat.file_bm25(title_weights, max(k, chunk_depth))]
         fused = reciprocal_rank_fusion(rankings, HEAD_WEIGHTS, FILE_RRF_K)
-        non_source_factor = factor_for(self.prior, query)
+        rule = SourcePrior.for_query(self.prior, query)
         positions = {head: {p: i for i, p in enumerate(ids, start=1)} for head, ids in rankings.items()}
         hits = []
         for path, score in fused:
-            prior = non_source_factor if is_non_source(path) else 1.0
+            prior = rule.factor(path)
             hits.append(FileHit(path=path, score=score * prior, rank=0, best_chunk=best_chunk.get(path),
                                 defines=named.get(path, []), prior=prior))
         hits.sort(key=lambda h: -h.score)   # stable: the fusion's tie order stays

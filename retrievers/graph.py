@@ -24,7 +24,7 @@ from retrievers.base import HeadHit, RetrievedChunk, Retriever, number_setting
 from retrievers.hybrid import HybridRetriever
 from retrievers.named import HEAD as NAMED_HEAD
 from retrievers.named import lead_with, named_definitions
-from retrievers.source_prior import factor_for, is_non_source
+from retrievers.source_prior import SourcePrior
 
 if TYPE_CHECKING:
     from chunkers.base import CodeChunk
@@ -118,8 +118,8 @@ class GraphRetriever(Retriever):
         final = {cid: hit.score for cid, hit in own.items()}
         bonus: dict[str, float] = defaultdict(float)
         # The share passed to a test, doc or example neighbour counts as its own evidence does (source_prior).
-        non_source_factor = factor_for(self.hybrid.prior, query)
-        paths = self.index.chunk_paths() if non_source_factor < 1.0 else {}
+        rule = SourcePrior.for_query(self.hybrid.prior, query)
+        paths = self.index.chunk_paths() if rule.active else {}
         for source in pool[:self.settings.sources]:
             # A neighbour rises by its share of the source's score, but never past the source: the hit that
             # earned the evidence keeps its place, its neighbours line up behind it.
@@ -127,8 +127,8 @@ class GraphRetriever(Retriever):
                 ceiling = source.score * (1.0 - CEILING_MARGIN * (2.0 - edge_weight))   # stronger edges sit closer
                 mine = own[chunk_id].score if chunk_id in own else 0.0
                 share = self.settings.weight * edge_weight * source.score
-                if paths and is_non_source(paths.get(chunk_id, "")):
-                    share *= non_source_factor
+                if paths:
+                    share *= rule.factor(paths.get(chunk_id, ""))
                 lifted = min(mine + share, max(ceiling, mine))
                 if lifted > final.get(chunk_id, 0.0):
                     bonus[chunk_id] = lifted - mine

@@ -29,7 +29,7 @@ from retrievers.fusion import DEFAULT_HEAD_WEIGHT, DEFAULT_RRF_K, default_candid
 from retrievers.multilingual import HEAD as MULTILINGUAL_HEAD
 from retrievers.multilingual import MISSING_HINT, MultilingualRetriever
 from retrievers.query_analysis import names_code
-from retrievers.source_prior import factor_for, is_non_source, prior_setting
+from retrievers.source_prior import SourcePrior, prior_setting
 from retrievers.vector import embedding_query, vector_hits
 
 if TYPE_CHECKING:
@@ -114,8 +114,8 @@ class HybridSettings:
 
 
 NOTE_WINDOW = 10
-SOURCE_PRIOR_NOTE = ("source prior: {n} of the {window} best candidates are tests, docs or examples, counted x{factor:g}; "
-                     "name them in the question to rank them as code")
+SOURCE_PRIOR_NOTE = ("source prior: {n} of the {window} best candidates are tests, docs, examples, tooling or "
+                     "vendored code, counted x{factor:g}; name them in the question to rank them as code")
 
 
 class HybridRetriever(Retriever):
@@ -135,18 +135,19 @@ class HybridRetriever(Retriever):
     def notes(self) -> list[str]:
         return list(self._query_notes)
 
-    def _with_source_prior(self, factor: float, fused: list[tuple[str, float]]) -> list[tuple[str, float]]:
-        """The fused ranking with test, doc and example chunks counted x`factor` (retrievers.source_prior)."""
-        if factor >= 1.0:
+    def _with_source_prior(self, rule: SourcePrior, fused: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """The fused ranking with test, doc, example, tooling and vendored chunks discounted as `rule` says
+        (retrievers.source_prior)."""
+        if not rule.active:
             return fused
         paths = self.index.chunk_paths()
-        discounted = {cid for cid, _ in fused if is_non_source(paths.get(cid, ""))}
+        factors = {cid: rule.factor(paths.get(cid, "")) for cid, _ in fused}
         # Say so when it changed what comes first: an agent cannot see that tests were pushed down.
-        among_first = sum(1 for cid, _ in fused[:NOTE_WINDOW] if cid in discounted)
+        among_first = sum(1 for cid, _ in fused[:NOTE_WINDOW] if factors[cid] < 1.0)
         if among_first:
             self._query_notes.append(SOURCE_PRIOR_NOTE.format(n=among_first, window=min(NOTE_WINDOW, len(fused)),
-                                                              factor=factor))
-        scored = [(cid, score * factor if cid in discounted else score) for cid, score in fused]
+                                                              factor=rule.strength))
+        scored = [(cid, score * factors[cid]) for cid, score in fused]
         return sorted(scored, key=lambda item: -item[1])      # stable: the fusion's tie order stays
 
     def retrieve(self, query: str, k: int) -> list[RetrievedChunk]:
@@ -162,6 +163,16 @@ class HybridRetriever(Retriever):
         self.last_depth = depth
         weights = self.settings.weights_for(query)
         head_results: dict[str, list[tuple[str, float]]] = {}
+        # bm25 first: a cold process builds its query encoder on a worker thread meanwhile
+        # (NavIndex.preload_query_encoder). The heads keep their order in head_results and in the notes.
+        bm25_hits, bm25_notes = None, []
+        if weights[BM25_HEAD] > 0:
+            # Ids only: of the depth candidates, only the fused top k are loaded from the index.
+            bm25_hits = self.bm25.ranked_ids(query, depth)
+            for note in self.bm25.notes:
+                if note == NO_TERMS_NOTE and weights[VECTOR_HEAD] > 0:
+                    note = f"bm25: {NO_TERMS_NOTE}; ranked by the vector head alone"
+                bm25_notes.append(note)
         if weights[VECTOR_HEAD] > 0:
             # The raw query goes to each head and each expands it once (bm25 through query_tokens).
             text, expansion_note = embedding_query(query)
@@ -170,13 +181,9 @@ class HybridRetriever(Retriever):
             head_results[VECTOR_HEAD], window_note = vector_hits(self.index, text, depth)
             if window_note:
                 self._query_notes.append(f"vector: {window_note}")
-        if weights[BM25_HEAD] > 0:
-            # Ids only: of the depth candidates, only the fused top k are loaded from the index.
-            head_results[BM25_HEAD] = self.bm25.ranked_ids(query, depth)
-            for note in self.bm25.notes:
-                if note == NO_TERMS_NOTE and weights[VECTOR_HEAD] > 0:
-                    note = f"bm25: {NO_TERMS_NOTE}; ranked by the vector head alone"
-                self._query_notes.append(note)
+        if bm25_hits is not None:
+            head_results[BM25_HEAD] = bm25_hits
+            self._query_notes.extend(bm25_notes)
         if weights[MULTILINGUAL_HEAD] > 0 and self.multilingual is not None and has_cjk(query):
             if self.multilingual.available():
                 # The raw question: this head reads Chinese itself and needs no glossary words.
@@ -189,12 +196,14 @@ class HybridRetriever(Retriever):
             for rank, (chunk_id, score) in enumerate(results, start=1):
                 hits.setdefault(chunk_id, {}).setdefault(head, HeadHit(rank=rank, score=score))
         # What decided the fusion of this query, for `nav search --explain` and the JSON result.
+        rule = SourcePrior.for_query(self.prior, query)
         self.last_fusion = {"weights": {h: weights[h] for h in head_results},
                             "prose_rule": weights[BM25_HEAD] != self.settings.weights[BM25_HEAD],
-                            "non_source_factor": factor_for(self.prior, query)}
+                            "non_source_factor": rule.strength if rule.active else 1.0,
+                            "non_source_counted_in_full": sorted(rule.asked)}
         fused = reciprocal_rank_fusion({h: [cid for cid, _ in r] for h, r in head_results.items()},
                                        weights, self.settings.rrf_k)
-        fused = self._with_source_prior(self.last_fusion["non_source_factor"], fused)[:k]
+        fused = self._with_source_prior(rule, fused)[:k]
         out = []
         for rank, (chunk_id, score) in enumerate(fused, start=1):
             try:

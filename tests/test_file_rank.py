@@ -80,6 +80,37 @@ def test_non_source_paths():
     assert not is_non_source("retrievers/bm25.py") and not is_non_source("django/contrib/testimony.py")
 
 
+@pytest.mark.parametrize("path, kind", [
+    ("tests/forms/test_widgets.py", "test"), ("docs/ref/models.txt", "docs"), ("CHANGES.rst", "docs"),
+    ("HISTORY.rst", "docs"), ("doc/whats-new.rst", "docs"), ("NEWS", "docs"), ("changelog.md", "docs"),
+    ("RELEASE-NOTES.txt", "docs"), (".github/ISSUE_TEMPLATE/BUG-REPORT.yml", "tooling"), ("pylintrc", "tooling"),
+    ("tox.ini", "tooling"), ("setup.cfg", "tooling"), (".pre-commit-config.yaml", "tooling"),
+    ("requests/packages/urllib3/connectionpool.py", "vendored"), ("pip/_vendor/rich/console.py", "vendored"),
+    ("src/extern/lib.c", "vendored"), ("examples/app.py", "example"),
+    ("packages/core/src/index.ts", None), ("src/changes.py", None), ("django/db/models/query.py", None),
+    ("pyproject.toml", None), ("requests/sessions.py", None),
+])
+def test_non_source_kinds(path, kind):
+    """patches/0026: release notes, CI and tool configuration, vendored copies are non-source too; a JS
+    monorepo's top-level packages/ is source."""
+    from retrievers.source_prior import non_source_kind
+    assert non_source_kind(path) == kind
+
+
+def test_a_query_counts_in_full_only_the_kinds_it_asks_for_and_a_report_only_through_its_title():
+    from retrievers.source_prior import SourcePrior
+    rule = SourcePrior.for_query(0.5, "where is chaining documented")
+    assert rule.factor("docs/chaining.rst") == 1.0 and rule.factor("tests/test_chain.py") == 0.5
+    assert rule.factor("src/chain.py") == 1.0
+    report = "QuerySet.union() drops ordering\n\n" + ("The test in tests/queries fails and the docs say " * 20)
+    rule = SourcePrior.for_query(0.5, report)
+    assert rule.strength == 0.25 and rule.asked == frozenset()            # the body's words do not ask
+    assert rule.factor("docs/releases/4.0.txt") == 0.25 and rule.factor("django/db/models/query.py") == 1.0
+    titled = "Docs: the union() example is wrong\n\n" + "x " * 400
+    assert SourcePrior.for_query(0.5, titled).factor("docs/ref/models/querysets.txt") == 1.0
+    assert not SourcePrior.for_query(1.0, report).active
+
+
 def test_the_prior_setting_is_checked_and_its_older_name_still_read():
     from retrievers.source_prior import NON_SOURCE_PRIOR, asks_for_non_source, prior_setting
     assert prior_setting({}) == NON_SOURCE_PRIOR and prior_setting({"NAV_SOURCE_PRIOR": "1"}) == 1.0
@@ -147,12 +178,14 @@ def test_explain_says_how_the_heads_were_weighed_and_what_the_prior_did(real_rep
     and the JSON result say which weights and which factor this query got."""
     from navigator.context.search import search
     prose = search(real_repo, "how are the rankings of several heads combined into one", 3, "graph")
-    assert prose.fusion == {"weights": {"vector": 1.0, "bm25": 0.25}, "prose_rule": True, "non_source_factor": 0.5}
+    assert prose.fusion == {"weights": {"vector": 1.0, "bm25": 0.25}, "prose_rule": True, "non_source_factor": 0.5,
+                            "non_source_counted_in_full": []}
     assert "fusion: bm25 x0.25, vector x1 (a prose question" in prose.render(explain=True)
     assert "fusion:" not in prose.render() and prose.to_json()["fusion"]["weights"]["bm25"] == 0.25
     code = search(real_repo, "which tests cover reciprocal_rank_fusion", 3, "hybrid")
-    assert code.fusion == {"weights": {"vector": 1.0, "bm25": 1.0}, "prose_rule": False, "non_source_factor": 1.0}
-    assert "tests, docs and examples x1 (asked for" in code.render(explain=True)
+    assert code.fusion == {"weights": {"vector": 1.0, "bm25": 1.0}, "prose_rule": False, "non_source_factor": 0.5,
+                           "non_source_counted_in_full": ["test"]}     # patches/0026: only the kind it asks for
+    assert "x0.5 (NAV_SOURCE_PRIOR), counted in full as asked: test" in code.render(explain=True)
     assert "fusion" not in search(real_repo, "reciprocal_rank_fusion", 3, "bm25").to_json()
 
 

@@ -59,8 +59,10 @@ class SearchResponse:
         weights = ", ".join(f"{head} x{w:g}" for head, w in sorted(f["weights"].items()))
         why = " (a prose question that names no code: NAV_PROSE_BM25)" if f["prose_rule"] else ""
         prior = f["non_source_factor"]
-        tests = (f"; tests, docs and examples x{prior:g} (NAV_SOURCE_PRIOR)" if prior < 1
-                 else "; tests, docs and examples x1 (asked for, or NAV_SOURCE_PRIOR=1)")
+        asked = f.get("non_source_counted_in_full") or []
+        full = f", counted in full as asked: {', '.join(asked)}" if asked else ""
+        tests = (f"; tests, docs, examples, tooling and vendored code x{prior:g} (NAV_SOURCE_PRIOR){full}" if prior < 1
+                 else "; tests, docs, examples, tooling and vendored code x1 (asked for, or NAV_SOURCE_PRIOR=1)")
         return f"fusion: {weights}{why}{tests}"
 
     def _result_json(self, r) -> dict:
@@ -171,12 +173,14 @@ def search_open_index(index, retriever, retriever_name: str, query: str, k: int)
 def search(repo: str | Path | None, query: str, k: int, retriever_name: str | None, config: Config | None = None,
            *, level: str = "chunk") -> SearchResponse:
     from navigator.index.nav_index import NavIndex
-    from retrievers.registry import get_retriever, selected_name
+    from retrievers.registry import get_retriever, retriever_class, selected_name
     if k <= 0:
         raise UsageError(f"-k must be a positive number, got {k}")
     config = config or Config.from_env()
     name = selected_name(retriever_name, config)
     index = NavIndex.open(repo, config)
+    if getattr(retriever_class(name), "embeds_queries", True):
+        index.preload_query_encoder()
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r}", hint=f"use one of: {', '.join(LEVELS)}")
     if level == "file":

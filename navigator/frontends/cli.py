@@ -111,7 +111,7 @@ def json_option(help_text: str = "print the result as JSON"):
 
 def _version(ctx: click.Context, _param, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        from navigator import __version__
+        from navigator.core.version import __version__
         click.echo(f"nav {__version__}")
         ctx.exit(0)
 
@@ -128,7 +128,7 @@ def cli() -> None:
 def cmd_version(as_json: bool) -> int:
     """nav's version, the embedder it would use, the index schema and chunker versions, Python."""
     from navigator.core.config import Config
-    from navigator.index.store import versions
+    from navigator.index.versions import versions
     facts = versions(Config.from_env())
     if as_json:
         _print_json(facts)

@@ -26,6 +26,7 @@ from navigator.index.stages.run import IndexRun
 from navigator.index.stages.store import commit_lexical, index_is_current, touch_manifest
 from navigator.index.stages.vectors import VectorSync, sync_multilingual
 from navigator.index.stages.walk import walk
+from navigator.index.vector_matrix import delete_matrices, has_matrix, write_matrix
 from navigator.index.vector_store import chroma_server, delete_vector_store
 
 
@@ -114,7 +115,8 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
             release_freed_memory()
             vectors = VectorSync(run, committed)
             vectors.start(previous_vectors)
-            summary.chunks_embedded = embed(run, unembedded_texts(run), on_group=vectors.add)
+            summary.chunks_embedded = embed(run, unembedded_texts(run), on_group=vectors.add,
+                                            syncs_chroma=not vectors.defer_chroma)
             record = vectors.finish()
             summary.notes.extend(sync_multilingual(run))
         else:
@@ -122,6 +124,10 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
             if not current:
                 summary.notes.append("embedding deferred: the changed chunks are searchable lexically now; "
                                      "a later nav index embeds them")
+        if embed_vectors and committed.chunk_count and vectors_current(run) and run.server is None and \
+                searches_exactly(config, committed.chunk_count) and not has_matrix(index_dir, committed.generation):
+            # The matrix a cold search maps instead of reading every vector from nav.db (vector_matrix).
+            write_matrix(index_dir, run.conn, committed.generation, run.embedder.identity, embed_all(config))
         run.conn.close()
         if embed_vectors and committed.chunk_count and onnx_enabled(config):
             summary.notes.extend(ensure_onnx_export(index_dir, config, run.embedder.identity))
@@ -157,6 +163,8 @@ def _open_run(repo_root: Path, index_dir: Path, config: Config, summary, progres
     from navigator.index.embedder import Embedder
     from navigator.index.repair import corrupt_database, quick_check
     existed = (index_dir / store.DB_NAME).exists()
+    if not existed:
+        delete_matrices(index_dir)
     conn = store.connect(index_dir, create=True)
     # A damaged nav.db is refused before this run writes a generation into it, so the failed run leaves the
     # index as it found it. Every page is read: 0.22 s for django's 70 MB nav.db from the page cache, 4 s cold
@@ -183,5 +191,6 @@ def _clear_index_dir(index_dir: Path) -> None:
     for name in (store.DB_NAME, store.DB_NAME + "-wal", store.DB_NAME + "-shm"):
         (index_dir / name).unlink(missing_ok=True)
     delete_vector_store(index_dir)
+    delete_matrices(index_dir)
     # Generations restart at 1 with a new nav.db: an old bm25/1 must not pass for the new one's.
     shutil.rmtree(index_dir / store.BM25_DIR, ignore_errors=True)

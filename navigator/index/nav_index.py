@@ -78,6 +78,7 @@ class NavIndex:
         self._matrix = None
         self._collection = None
         self._query_encoder = None
+        self._encoder_loading = None   # (thread, outcome) while preload_query_encoder builds it
         # Set by a long-lived process whose watcher saw no change since it last found the index matching the
         # tree: freshness() then answers without walking the tree (navigator.index.refresh.TreeWatcher).
         self.known_fresh = False
@@ -215,10 +216,39 @@ class NavIndex:
         if same and previous._query_encoder is not None and self._query_encoder is None:
             self._query_encoder = previous._query_encoder
 
+    def preload_query_encoder(self) -> None:
+        """Start building the ONNX query encoder on a worker thread (its session is ~0.15 s of native code
+        that mostly releases the GIL), so that a cold search checks freshness and runs its lexical head
+        meanwhile; the first embed_query joins it. Nothing happens without an export or any vectors."""
+        if self._query_encoder is not None or self._encoder_loading is not None or self.vector_count == 0:
+            return
+        from navigator.index.onnx_query import OnnxQueryEncoder, import_onnx_runtime, is_exported, onnx_dir_for
+        onnx_dir = onnx_dir_for(self.index_dir, self.manifest.get("embedder", self.config.embed_model))
+        if not is_exported(onnx_dir):
+            return
+        import threading
+        import_onnx_runtime()    # here, not on the worker: two threads importing at once can deadlock
+        outcome: dict = {}
+
+        def build() -> None:
+            try:
+                outcome["encoder"] = OnnxQueryEncoder(onnx_dir)
+            except Exception as exc:   # ModelError and onnxruntime's own: _load_query_encoder decides
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=build, name="nav-query-encoder", daemon=True)
+        worker.start()
+        self._encoder_loading = (worker, outcome)
+
     def _load_query_encoder(self):
         """The ONNX export beside the index when there is one (no torch import, ~0.3 s cold), else
         sentence-transformers."""
         from navigator.index.embedder import Embedder
+        if self._query_encoder is None and self._encoder_loading is not None:
+            worker, outcome = self._encoder_loading
+            worker.join()
+            self._encoder_loading = None
+            self._query_encoder = outcome.get("encoder")   # None after an error: loaded below, or torch's
         if self._query_encoder is None:
             from navigator.index.onnx_query import OnnxQueryEncoder, is_exported, onnx_dir_for
             identity = self.manifest.get("embedder", self.config.embed_model)
@@ -273,22 +303,28 @@ class NavIndex:
         return self._exact_only or searches_exactly(self.config, self.chunk_count)
 
     def _exact_search(self, vec, k: int) -> list[tuple[str, float]]:
-        """Cosine over the chunk vectors in nav.db's cache that the vector head holds (this embedder's, of the
-        chunks the embed rule embeds), exact and the same in every process. Loaded on first use and again when
-        a build in progress has embedded more since."""
+        """Cosine over the chunk vectors the vector head holds (this embedder's, of the chunks the embed rule
+        embeds), exact and the same in every process. Loaded on first use and again when a build in progress
+        has embedded more since: memory-mapped from the generation's matrix file when the head is complete
+        (navigator.index.vector_matrix), else read from nav.db's cache."""
         import numpy as np
         embedded = self.vector_count
         if self._matrix is None or self._matrix[0] != embedded:
             from navigator.index.embed_rule import embed_all, embed_excluded
+            from navigator.index.vector_matrix import load_matrix
             identity = self.manifest.get("embedder", self.config.embed_model)
-            rows = self.conn.execute("SELECT c.id, c.path, e.vector FROM chunks c JOIN embeddings e "
-                                     "ON e.content_hash = c.content_hash WHERE e.model = ? ORDER BY c.id",
-                                     (identity,)).fetchall()
-            if not embed_all(self.config):
-                rows = [r for r in rows if not embed_excluded(r[1])]
-            matrix = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 1), np.float32)
-            matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-            self._matrix = (embedded, [r[0] for r in rows], matrix)
+            mapped = None if self.vectors_partial else \
+                load_matrix(self.index_dir, self.generation, identity, embed_all(self.config))
+            if mapped is None:
+                rows = self.conn.execute("SELECT c.id, c.path, e.vector FROM chunks c JOIN embeddings e "
+                                         "ON e.content_hash = c.content_hash WHERE e.model = ? ORDER BY c.id",
+                                         (identity,)).fetchall()
+                if not embed_all(self.config):
+                    rows = [r for r in rows if not embed_excluded(r[1])]
+                matrix = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]) if rows \
+                    else np.zeros((0, 1), np.float32)
+                mapped = [r[0] for r in rows], matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+            self._matrix = (embedded, *mapped)
         _, ids, matrix = self._matrix
         if not ids:
             return []

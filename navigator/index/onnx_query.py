@@ -500,9 +500,10 @@ def onnx_enabled(config: Config) -> bool:
     return config.extra.get("NAV_ONNX", "1") != "0"
 
 
-def embed_with_onnx_while_importing_chromadb(index_dir: Path, identity: str, texts: list[str]):
+def embed_with_onnx_while_importing_chromadb(index_dir: Path, identity: str, texts: list[str], *,
+                                             import_chromadb: bool = True):
     """text -> vector through the ONNX export, or None when there is none. onnxruntime loads the model and
-    embeds on a worker thread while this one imports chromadb, which the sync after the commit needs:
+    embeds on a worker thread while this one imports chromadb, when the sync after the commit needs it:
     ~0.15 s less than one after the other (see NavIndex._embed_query_while_opening_chroma)."""
     onnx_dir = onnx_dir_for(index_dir, identity)
     if not is_exported(onnx_dir):
@@ -512,6 +513,9 @@ def embed_with_onnx_while_importing_chromadb(index_dir: Path, identity: str, tex
     def embed() -> dict:
         encoder = OnnxQueryEncoder(onnx_dir)
         return {t: encoder.encode(t) for t in texts}
+
+    if not import_chromadb:
+        return embed()
 
     from navigator.index.vector_store import import_chromadb
     return run_beside(embed, import_chromadb)

@@ -146,26 +146,3 @@ def chunk_from_row(row) -> CodeChunk:
     return CodeChunk(id=row[0], path=row[1], start_line=row[2], end_line=row[3], kind=row[4], symbol=row[5],
                      parent=row[6], header=row[7], text=row[8], tokens=row[9])
 
-
-def versions(config) -> dict:
-    """What `nav version` reports: what this nav writes and reads, without importing a model or a grammar."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    from chunkers.base import CHUNKER_VERSION
-    from chunkers.languages import LANGUAGES, PYTHON
-    from navigator import __version__
-    from navigator.index.graph import GRAPH_VERSION
-    from navigator.index.secrets import redaction_mode
-    from navigator.index.tokenize import TOKENIZER_VERSION
-
-    def installed(name: str) -> str:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return "not installed"
-
-    return {"nav": __version__, "python": platform.python_version(), "embedder": config.embed_model,
-            "index_schema": SCHEMA_VERSION, "chunker": CHUNKER_VERSION, "graph": GRAPH_VERSION,
-            "tokenizer": TOKENIZER_VERSION, "redaction": redaction_mode(config.extra),
-            "tree_sitter": installed("tree-sitter"), "languages": [PYTHON, *LANGUAGES]}

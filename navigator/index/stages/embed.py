@@ -65,9 +65,11 @@ def unembedded_texts(run: IndexRun) -> list[tuple[str, str]]:
     return list(needed.items())
 
 
-def embed(run: IndexRun, todo: list[tuple[str, str]], on_group: Callable | None = None) -> int:
+def embed(run: IndexRun, todo: list[tuple[str, str]], on_group: Callable | None = None, *,
+          syncs_chroma: bool = True) -> int:
     """Embed (content hash, text) pairs into the cache; `on_group(hashes)` runs after each group's commit.
-    Returns how many texts were embedded."""
+    Returns how many texts were embedded. `syncs_chroma`: the vector stage will write to chroma (a few new
+    texts are then embedded while chromadb imports)."""
     if not todo:
         return 0
     small = None
@@ -82,7 +84,8 @@ def embed(run: IndexRun, todo: list[tuple[str, str]], on_group: Callable | None 
         release_freed_memory()
         embed_fn = onnx_document_encoder(run)
     elif use_onnx:
-        small = embed_with_onnx_while_importing_chromadb(run.index_dir, run.embedder.identity, [t for _, t in todo])
+        small = embed_with_onnx_while_importing_chromadb(run.index_dir, run.embedder.identity, [t for _, t in todo],
+                                                         import_chromadb=syncs_chroma)
     if small is not None:
         embed_fn = lambda texts, on_batch=None: [small[t] for t in texts]  # noqa: E731
     else:

@@ -1,0 +1,121 @@
+"""The vector head's matrix on disk, memory-mapped by readers: what a cold exact search needs without reading every
+vector out of nav.db (issue 25, part 4).
+
+    <index_dir>/vectors/<generation>/matrix.npy   float32, one L2-normalised row per embedded chunk, by chunk id
+                                     ids.npy      the chunk ids (20 ASCII bytes each), in the same order
+                                     meta.json    embedder, generation, rows, NAV_EMBED_ALL
+
+Written by `nav index` once the vector head of a generation is complete (from the previous matrix plus the
+vectors of the chunks that are new, so a one-file change rewrites the file but reads only its new rows from
+nav.db), into a temporary folder renamed into place: a folder under vectors/ is always whole. nav.db stays
+the source of truth: a reader that finds no matrix for the index's generation and embedder (an index built
+before this file existed, a run killed while embedding, a partial vector head) reads nav.db as before.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from navigator.index import store
+
+if TYPE_CHECKING:
+    import sqlite3
+
+VECTORS_DIR = "vectors"
+MATRIX_FILE, IDS_FILE, META_FILE = "matrix.npy", "ids.npy", "meta.json"
+ID_BYTES = 20
+
+
+def _dir(index_dir: Path, generation: int) -> Path:
+    return index_dir / VECTORS_DIR / str(int(generation))
+
+
+def load_matrix(index_dir: Path, generation: int, identity: str, embed_all: bool):
+    """(ids, matrix) memory-mapped, for this generation, embedder and embed rule; else None (read nav.db)."""
+    import numpy as np
+    folder = _dir(index_dir, generation)
+    try:
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        if (meta.get("embedder"), meta.get("generation"), meta.get("embed_all")) != (identity, generation, embed_all):
+            return None
+        rows = int(meta["rows"])
+        matrix = np.load(folder / MATRIX_FILE, mmap_mode="r", allow_pickle=False)
+        ids = np.load(folder / IDS_FILE, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if matrix.ndim != 2 or len(matrix) != rows or len(ids) != rows:
+        return None
+    return [i.decode("ascii") for i in ids.tolist()], matrix
+
+
+def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, identity: str, embed_all: bool) -> int:
+    """The matrix of this generation's embedded chunks (the embed rule's, this embedder's), written whole and
+    renamed into place; older generations' folders removed. Returns its rows."""
+    import numpy as np
+    from navigator.index.embed_rule import embed_excluded
+    rows = conn.execute("SELECT c.id, c.path FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash "
+                        "WHERE e.model = ? ORDER BY c.id", (identity,)).fetchall()
+    ids = [cid for cid, path in rows if embed_all or not embed_excluded(path)]
+    previous = _newest(index_dir, identity, embed_all)
+    at = {cid: i for i, cid in enumerate(previous[0])} if previous else {}
+    missing = [cid for cid in ids if cid not in at]
+    fetched = {cid: np.frombuffer(vector, dtype=np.float32) for cid, vector in store.select_where_in(
+        conn, "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash", "c.id",
+        missing)} if missing else {}
+    dim = previous[1].shape[1] if previous else (len(next(iter(fetched.values()))) if fetched else 0)
+    matrix = np.empty((len(ids), dim), dtype=np.float32)
+    for row, cid in enumerate(ids):
+        if cid in at:
+            matrix[row] = previous[1][at[cid]]
+        else:
+            vector = fetched[cid]
+            matrix[row] = vector / max(float(np.linalg.norm(vector)), 1e-12)
+    root = index_dir / VECTORS_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=root))
+    try:
+        np.save(staging / MATRIX_FILE, matrix, allow_pickle=False)
+        np.save(staging / IDS_FILE, np.array([cid.encode("ascii") for cid in ids], dtype=f"S{ID_BYTES}"),
+                allow_pickle=False)
+        (staging / META_FILE).write_text(json.dumps({"embedder": identity, "generation": generation,
+                                                     "rows": len(ids), "embed_all": embed_all}), encoding="utf-8")
+        target = _dir(index_dir, generation)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for old in root.iterdir():
+        if old.name != str(int(generation)):
+            shutil.rmtree(old, ignore_errors=True)
+    return len(ids)
+
+
+def _newest(index_dir: Path, identity: str, embed_all: bool):
+    """The most recent whole matrix of this embedder (any generation): the base the next one is built on."""
+    import numpy as np
+    root = index_dir / VECTORS_DIR
+    if not root.is_dir():
+        return None
+    for folder in sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: -int(p.name)):
+        try:
+            meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+            if meta.get("embedder") != identity or meta.get("embed_all") != embed_all:
+                continue
+            ids = [i.decode("ascii") for i in np.load(folder / IDS_FILE, allow_pickle=False).tolist()]
+            return ids, np.load(folder / MATRIX_FILE, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def has_matrix(index_dir: Path, generation: int) -> bool:
+    return (_dir(index_dir, generation) / META_FILE).is_file()
+
+
+def delete_matrices(index_dir: Path) -> None:
+    """Every matrix gone: a new nav.db restarts generations at 1, and an old vectors/1 must not pass for its."""
+    shutil.rmtree(index_dir / VECTORS_DIR, ignore_errors=True)
