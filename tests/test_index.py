@@ -394,7 +394,7 @@ def test_damaged_vector_store_is_rebuilt_from_database(tmp_path, nav_env, monkey
 
 
 def test_an_index_searched_exactly_leaves_chroma_to_the_reader_that_needs_it(tmp_path, nav_env, monkeypatch):
-    """Issue 25, part 4: under exact search (the default up to 60k chunks) nav index never opens the chroma
+    """Issue 25, part 4: under exact search (the default up to 250k chunks) nav index never opens the chroma
     collection (no chromadb import); a reader switched to chroma's search syncs it from nav.db first."""
     root = make_repo(tmp_path / "repo", modules=2)
     build(root)

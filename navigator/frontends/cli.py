@@ -423,7 +423,7 @@ def cmd_models() -> None:
 @cmd_models.command("list")
 @json_option()
 def cmd_models_list(as_json: bool) -> int:
-    """The bundled embedder and the models in the local Hugging Face cache."""
+    """The embedders nav ships (NAV_EMBEDDER) and the models in the local Hugging Face cache."""
     from navigator.index.models import local_models
     found = local_models()
     if as_json:
@@ -431,7 +431,9 @@ def cmd_models_list(as_json: bool) -> int:
     else:
         for model in found:
             size = f"  {model['bytes'] / 1e6:.1f} MB" if model.get("bytes") else ""
-            print(f"{model['name']}  ({model['where']}){size}")
+            chosen = f"  NAV_EMBEDDER={model['embedder']}" if model.get("embedder") else ""
+            identity = f"  [{model['identity']}]" if model.get("identity") else ""
+            print(f"{model['name']}  ({model['where']}){size}{chosen}{identity}")
     return 0
 
 

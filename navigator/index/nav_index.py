@@ -16,10 +16,13 @@ from navigator.core.errors import EmbedderMismatchError, IndexCorruptError, Inde
 # vector in nav.db (deterministic, exact); `ann` asks chroma's HNSW graph, which is approximate and, measured on
 # chromadb 1.5.9, not even the same from one process to the next (the top 200 of a django bug report differed in
 # 8 ids between two runs, and the file ranking with them: patches/0016). `auto` is exact up to EXACT_SEARCH_LIMIT
-# chunks (~90 MB of vectors, ~15 ms a query), ann above it or with a chroma server (NAV_CHROMA_URL).
+# chunks, ann above it or with a chroma server (NAV_CHROMA_URL). The limit was 60k while exact search read every
+# vector out of nav.db; with the memory-mapped matrix (navigator.index.vector_matrix) exact measured faster than
+# chroma at django's 79k chunks too (a cold search 1.4-2.2 s against 2.4-3.2 s, a no-op `nav index` 1.3 s against
+# 3.4 s, the same load: chroma's import and collection sync dominate), so 250k (~380 MB mapped, one matmul).
 VECTOR_SEARCH_ENV = "NAV_VECTOR_SEARCH"
 VECTOR_SEARCH_MODES = ("auto", "exact", "ann")
-EXACT_SEARCH_LIMIT = 60_000
+EXACT_SEARCH_LIMIT = 250_000
 
 
 @functools.cache
@@ -92,10 +95,13 @@ class NavIndex:
         config = config or Config.from_env()
         root = resolve_repo(repo)
         index = cls(root, config.index_dir_for(root), config)
-        if check_embedder and index.manifest.get("embedder") != config.embed_model:
-            raise EmbedderMismatchError(
-                f"the index was built with embedder {index.manifest.get('embedder')!r}, but {config.embed_model!r} is configured",
-                hint="set NAV_EMBED_MODEL back, or re-embed with: nav index PATH --rebuild")
+        if check_embedder:
+            from navigator.index.embedder import Embedder
+            configured = Embedder(config.embed_model).identity     # a shipped model's name carries its hash
+            if index.manifest.get("embedder") != configured:
+                raise EmbedderMismatchError(
+                    f"the index was built with embedder {index.manifest.get('embedder')!r}, but {configured!r} is configured",
+                    hint="set NAV_EMBEDDER / NAV_EMBED_MODEL back, or re-embed with: nav index PATH --rebuild")
         return index
 
     # ---- chunks

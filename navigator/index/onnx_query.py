@@ -259,7 +259,7 @@ def _export_into(model_name: str, layout: SentenceModelLayout, staging: Path) ->
             tokenizer = AutoTokenizer.from_pretrained(str(layout.transformer_dir), local_files_only=True)
             # Eager attention traces to plain MatMul/Softmax with no shape-dependent Python branches.
             model = AutoModel.from_pretrained(str(layout.transformer_dir), local_files_only=True,
-                                              attn_implementation="eager").eval()
+                                              attn_implementation="eager").eval().float()   # fp16-stored weights
     except (OSError, ValueError) as exc:
         raise ModelError(f"cannot load embedding model {model_name!r} for the ONNX export: {exc.__class__.__name__}: "
                          f"{str(exc).splitlines()[0] if str(exc) else ''}",

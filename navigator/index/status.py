@@ -110,7 +110,7 @@ def index_problems(index) -> list[str]:
     if damage is not None:
         problems.append(f"the index database is damaged ({damage}): run `nav index {index.root} --rebuild`")
         return problems
-    # Under exact search (the default up to 60k chunks) no reader needs the store: nav index does not keep it.
+    # Under exact search (the default up to 250k chunks) no reader needs the store: nav index does not keep it.
     if index.chunk_count and not index.config.chroma_url and not index._searches_exactly \
             and chroma_missing(index.index_dir / store.CHROMA_DIR):
         problems.append(f"the vector store is missing: run `nav index {index.root}` to rebuild it from nav.db")

@@ -68,6 +68,8 @@ def walk_tree(root: Path, *, skip: list[str] | None = None, max_file_bytes: int,
     user_spec = _spec(_parse_skip(skip))
     default_file_spec = _spec(DEFAULT_SKIP_FILE_GLOBS)
     extra = {p.resolve() for p in extra_skip_dirs}
+    # Only a folder of the same name can be one of them: resolving every folder costs ~0.1 ms apiece.
+    extra_names = {p.name for p in extra}
     # Stack of (relative dir of the .gitignore, spec); a path is ignored when any ancestor's spec matches it.
     gitignores: list[tuple[str, object]] = []
     exclude = root / ".git" / "info" / "exclude"
@@ -109,7 +111,8 @@ def walk_tree(root: Path, *, skip: list[str] | None = None, max_file_bytes: int,
                 result.skip("symlink", rel)
                 continue
             if entry.is_dir(follow_symlinks=False):
-                if entry.name in DEFAULT_SKIP_DIRS or Path(entry.path).resolve() in extra or entry.name.endswith(".egg-info"):
+                if entry.name in DEFAULT_SKIP_DIRS or entry.name.endswith(".egg-info") or \
+                        (entry.name in extra_names and Path(entry.path).resolve() in extra):
                     continue  # not counted: these are never source, and can hold millions of files
                 if user_spec.match_file(rel + "/"):
                     result.skip("skip_rule", rel + "/")

@@ -24,7 +24,7 @@ class VectorSync:
         self.run, self.committed = run, committed
         self.record = coverage.read(run.conn)
         self.collection = None
-        # Searched exactly over nav.db's vectors (the embedded store up to 60k chunks): the collection is left
+        # Searched exactly over nav.db's vectors (the embedded store up to 250k chunks): the collection is left
         # behind and synced by the first reader that needs it (NavIndex._repair_chroma_if_behind), so an index
         # run imports no chromadb (~0.5-1.7 s). A server is always kept in step: others read it.
         self.defer_chroma = run.server is None and searches_exactly(run.config, committed.chunk_count)
