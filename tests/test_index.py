@@ -379,6 +379,36 @@ def test_corrupt_index_is_reported_and_rebuild_recovers(tmp_path, nav_env):
     assert summary.chunks > 0 and NavIndex.open(root).vector_search("worker runs jobs", 2)
 
 
+def test_a_run_checks_nav_db_in_full_unless_it_is_exactly_as_the_last_run_left_it(tmp_path, nav_env, monkeypatch):
+    """quick_check reads every page (0.44 s at django's size): skipped by a run that finds nav.db as the last
+    run closed it, run again after any write by anyone else, and after a run that failed."""
+    from navigator.index import repair
+    root = make_repo(tmp_path / "repo", modules=2)
+    build(root)
+    checks = []
+    real = repair.quick_check
+    monkeypatch.setattr(repair, "quick_check", lambda conn: checks.append(1) or real(conn))
+    build(root)
+    assert checks == []                                   # nothing touched nav.db since the first run
+    db = root / ".nav" / "nav.db"
+    st = db.stat()
+    os.utime(db, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))   # written by something else
+    build(root)
+    assert checks == [1]
+    build(root)
+    assert checks == [1]                                  # the checked run recorded what it left
+    write(root, "pkg/extra.py", "def extra():\n    return 1\n")
+    build(root)                                           # its own writes are recorded too
+    assert checks == [1]
+    monkeypatch.setattr(repair, "quick_check", lambda conn: checks.append(1) or "page 3: btree damaged")
+    os.utime(db, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000))
+    with pytest.raises(IndexCorruptError, match="damaged"):
+        build(root)
+    with pytest.raises(IndexCorruptError):               # a refused run leaves no stamp: checked again
+        build(root)
+    assert checks == [1, 1, 1]
+
+
 def test_damaged_vector_store_is_rebuilt_from_database(tmp_path, nav_env, monkeypatch):
     import shutil
     monkeypatch.setenv("NAV_VECTOR_SEARCH", "ann")      # the chroma collection is searched (and so kept)

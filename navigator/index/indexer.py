@@ -14,6 +14,7 @@ from navigator.core.config import Config
 from navigator.core.errors import EmbedderMismatchError
 from navigator.index.embedder import release_freed_memory
 from navigator.index.embed_rule import embed_all, embed_excluded
+from navigator.index.repair import record_verified
 from navigator.index.lock import IndexLock  # noqa: F401  (re-exported: tests and callers import it here)
 from navigator.index.onnx_query import ensure_onnx_export, onnx_enabled
 from navigator.index.secrets import ALLOWED_WARNING
@@ -129,6 +130,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
             # The matrix a cold search maps instead of reading every vector from nav.db (vector_matrix).
             write_matrix(index_dir, run.conn, committed.generation, run.embedder.identity, embed_all(config))
         run.conn.close()
+        record_verified(index_dir)
         if embed_vectors and committed.chunk_count and onnx_enabled(config):
             summary.notes.extend(ensure_onnx_export(index_dir, config, run.embedder.identity))
         summary.chunks_not_embedded = record["excluded"]
@@ -161,15 +163,19 @@ def vectors_current(run: IndexRun) -> bool:
 def _open_run(repo_root: Path, index_dir: Path, config: Config, summary, progress_stream, embed_fn) -> IndexRun:
     """The run's connection and embedder, refused before any work when the index holds another embedder's vectors."""
     from navigator.index.embedder import Embedder
-    from navigator.index.repair import corrupt_database, quick_check
+    from navigator.index.repair import corrupt_database, forget_verified, quick_check, unchanged_since_verified
     existed = (index_dir / store.DB_NAME).exists()
     if not existed:
         delete_matrices(index_dir)
+    # Decided before connecting: opening the database creates its WAL file.
+    verified = existed and unchanged_since_verified(index_dir)
+    forget_verified(index_dir)       # this run will write: only its own clean end records the stamp again
     conn = store.connect(index_dir, create=True)
     # A damaged nav.db is refused before this run writes a generation into it, so the failed run leaves the
     # index as it found it. Every page is read: 0.22 s for django's 70 MB nav.db from the page cache, 4 s cold
-    # on a busy disk; the pages are then warm for the run itself.
-    damage = quick_check(conn) if existed else None
+    # on a busy disk; the pages are then warm for the run itself. Skipped when nav.db is exactly as the last
+    # run left it (navigator.index.repair.VERIFIED_STAMP).
+    damage = quick_check(conn) if existed and not verified else None
     if damage is not None:
         conn.close()
         raise corrupt_database(index_dir / store.DB_NAME, damage)
