@@ -27,8 +27,8 @@ _MODELS: dict[tuple[str, str], object] = {}
 def resolve_model_path(name: str) -> str:
     """A name nav can hand to SentenceTransformer without touching the network (a shipped model's folder
     only after its checksums match: navigator.index.models)."""
-    from navigator.index.models import shipped_manifest, verified_model_dir
-    if shipped_manifest(name) is not None:
+    from navigator.index.models import shipped_base, verified_model_dir
+    if shipped_base(name) is not None:
         return str(verified_model_dir(name))
     if name == DEFAULT_EMBED_MODEL:
         try:

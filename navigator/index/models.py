@@ -135,13 +135,13 @@ def shipped_manifest(name: str) -> dict | None:
 
 def shipped_identity(name: str) -> str | None:
     """What an index records for a shipped model: its name and the first 12 hex digits of its weights' sha256."""
-    manifest = shipped_manifest(name)
+    base = shipped_base(name)
+    manifest = shipped_manifest(base) if base else None
     if manifest is None:
         return None
-    name = shipped_base(name)
     weights = next((digest for path, digest in sorted(manifest.get("files", {}).items())
                     if path.endswith((".safetensors", ".bin"))), "")
-    return f"{name}-{weights[:12]}"
+    return f"{base}-{weights[:12]}"
 
 
 _VERIFIED: dict[str, Path] = {}
