@@ -67,7 +67,12 @@ def test_a_one_file_change_writes_the_next_generation_and_finds_the_new_chunk(tm
     assert after.generation == first + 1 and _generations(after.index_dir) == [str(first + 1)]
     ids, matrix = load_matrix(after.index_dir, after.generation, after.manifest["embedder"], False)
     assert len(ids) == after.vector_count == embedded + 1
-    new = [c for c, p in after.chunk_paths().items() if p == "pkg/weather.py"]
+    joined = [r[0] for r in after.conn.execute(
+        "SELECT c.id FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash WHERE e.model = ? "
+        "ORDER BY c.id", (after.manifest["embedder"],))]
+    paths = after.chunk_paths()
+    assert ids == [c for c in joined if not paths[c].endswith(".csv")]   # the join's ids and order, rule applied
+    new = [c for c, p in paths.items() if p == "pkg/weather.py"]
     assert len(new) == 1 and new[0] in ids
     (vector,), = after.conn.execute("SELECT e.vector FROM chunks c JOIN embeddings e ON e.content_hash = "
                                     "c.content_hash WHERE c.id = ?", (new[0],)).fetchall()

@@ -56,9 +56,12 @@ def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, i
     renamed into place; older generations' folders removed. Returns its rows."""
     import numpy as np
     from navigator.index.embed_rule import embed_excluded
-    rows = conn.execute("SELECT c.id, c.path FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash "
-                        "WHERE e.model = ? ORDER BY c.id", (identity,)).fetchall()
-    ids = [cid for cid, path in rows if embed_all or not embed_excluded(path)]
+    # Two plain scans and a set, not a join in id order: the join walks the chunks table (texts and token
+    # lists, ~100 MB at 79k chunks) in index order, 0.7 s there against 0.3 s for this. Chunk ids are ASCII
+    # hex, so Python's sort is SQLite's BINARY order.
+    embedded = {h for (h,) in conn.execute("SELECT content_hash FROM embeddings WHERE model = ?", (identity,))}
+    ids = sorted(cid for cid, path, content_hash in conn.execute("SELECT id, path, content_hash FROM chunks")
+                 if content_hash in embedded and (embed_all or not embed_excluded(path)))
     previous = _newest(index_dir, identity, embed_all)
     at = {cid: i for i, cid in enumerate(previous[0])} if previous else {}
     missing = [cid for cid in ids if cid not in at]
@@ -67,12 +70,14 @@ def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, i
         missing)} if missing else {}
     dim = previous[1].shape[1] if previous else (len(next(iter(fetched.values()))) if fetched else 0)
     matrix = np.empty((len(ids), dim), dtype=np.float32)
-    for row, cid in enumerate(ids):
-        if cid in at:
-            matrix[row] = previous[1][at[cid]]
-        else:
-            vector = fetched[cid]
-            matrix[row] = vector / max(float(np.linalg.norm(vector)), 1e-12)
+    # Rows the previous matrix holds are copied in one gather (a row-by-row loop took 0.5 s at 64k rows).
+    source = np.fromiter((at.get(cid, -1) for cid in ids), dtype=np.int64, count=len(ids))
+    reused = np.flatnonzero(source >= 0)
+    if len(reused):
+        matrix[reused] = previous[1][source[reused]]
+    for row in np.flatnonzero(source < 0).tolist():
+        vector = fetched[ids[row]]
+        matrix[row] = vector / max(float(np.linalg.norm(vector)), 1e-12)
     root = index_dir / VECTORS_DIR
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=root))
