@@ -287,3 +287,43 @@ def test_vector_store_follows_each_run_by_its_changes(tmp_path, nav_env):
     conn.close()
     for cid, vec in zip(stored["ids"], stored["embeddings"]):
         np.testing.assert_allclose(vec, vectors[cid], atol=1e-6)
+
+
+@pytest.mark.parametrize("reorder", [False, True])
+def test_an_update_splicing_new_documents_in_equals_the_merge_and_a_fresh_build(monkeypatch, reorder):
+    """The splice (kept documents in their order, a few new ones in between: a one-file re-index) and the
+    general merge by sort give the same arrays, and both score like a fresh build of the new corpus."""
+    from navigator.index import lexical
+    rng = random.Random(5)
+    vocab = [f"t{i}" for i in range(30)]
+    docs = {f"{i * 10:020x}": [rng.choice(vocab) for _ in range(rng.randint(0, 12))] for i in range(50)}
+    ids = sorted(docs)
+    postings = BM25Postings.from_token_lists(ids, [docs[i] for i in ids])
+    # One "file" (documents 20-24) re-chunked into three new documents at the same place, one removed
+    # elsewhere, one new document at each end; words only a removed document had must go.
+    fresh = {f"{201 + i:020x}": [rng.choice(vocab + ["spliced", "new_word"]) for _ in range(rng.randint(1, 9))]
+             for i in range(3)} | {f"{0:019x}x": ["first"], f"{9999:020x}": ["last", "t1"]}
+    order = sorted([i for n, i in enumerate(ids) if not 20 <= n < 25 and n != 40] + list(fresh))
+    if reorder:
+        order = order[::-1]                          # kept documents out of their old order: the merge path
+    corpus = {**docs, **fresh}
+
+    def update():
+        encoder = TermEncoder(postings.terms)
+        return postings.updated(order, {cid: encoder.encode(t) for cid, t in fresh.items()}, encoder)
+
+    calls = []
+    splice = BM25Postings._spliced
+    monkeypatch.setattr(BM25Postings, "_spliced", lambda self, *a: calls.append(1) or splice(self, *a))
+    spliced = update()
+    assert len(calls) == (0 if reorder else 1)       # the splice ran where it applies, and only there
+    monkeypatch.setattr(lexical, "_FEW_ADDED_TOKENS", -1)
+    merged = update()
+    for name in ("doc_ids", "doc_lengths", "offsets", "post_docs", "post_tfs"):
+        assert np.array_equal(getattr(spliced, name), getattr(merged, name)), name
+    assert spliced.terms.by_id() == merged.terms.by_id()
+    scratch = BM25Postings.from_token_lists(order, [corpus[i] for i in order])
+    assert sorted(spliced.terms.by_id()) == sorted(scratch.terms.by_id())
+    a, b = BM25Scorer.from_postings(spliced), BM25Scorer.from_postings(scratch)
+    for q in (["spliced"], ["first", "last"], vocab[:10], ["new_word", "t3", "t3"]):
+        assert np.array_equal(a.scores(Counter(q)), b.scores(Counter(q)))
