@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from navigator.core.config import Config
 from navigator.index.indexer import build_index
@@ -119,3 +120,27 @@ def test_a_partial_head_writes_no_matrix_and_rebuild_removes_old_ones(tmp_path, 
     (index_dir / VECTORS_DIR / "99").mkdir()
     _build(root, rebuild=True)                               # generations restart: nothing old survives
     assert _generations(index_dir) == [str(NavIndex.open(root).generation)]
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_the_matrix_file_copies_reused_rows_and_writes_fresh_ones(tmp_path, monkeypatch, kernel_copy):
+    """Rows reused in runs (kept in order, some dropped, the order broken once) and fresh rows between them:
+    the file np.load reads back is the gather of the previous rows plus the fresh ones, with the kernel's
+    copy_file_range and with the read/write fallback."""
+    from navigator.index.vector_matrix import _write_matrix_file
+    rng = np.random.default_rng(3)
+    old = rng.standard_normal((40, 8)).astype(np.float32)
+    np.save(tmp_path / "old.npy", old)
+    previous = np.load(tmp_path / "old.npy", mmap_mode="r")
+    source = np.array([0, 1, 2, -1, -1, 5, 6, 7, 3, 4, -1] + list(range(20, 40)) + [-1], dtype=np.int64)
+    fresh = {i: rng.standard_normal(8).astype(np.float32) for i in np.flatnonzero(source < 0).tolist()}
+    if not kernel_copy:
+        def refuse(*_):
+            raise OSError(38, "copy_file_range not supported")
+        monkeypatch.setattr("os.copy_file_range", refuse)
+    _write_matrix_file(tmp_path / "new.npy", 8, source, previous, fresh)
+    got = np.load(tmp_path / "new.npy", allow_pickle=False)
+    expected = np.stack([old[s] if s >= 0 else fresh[i] for i, s in enumerate(source.tolist())])
+    assert got.dtype == np.float32 and np.array_equal(got, expected)
+    _write_matrix_file(tmp_path / "first.npy", 8, np.full(3, -1, dtype=np.int64), None, {i: old[i] for i in range(3)})
+    assert np.array_equal(np.load(tmp_path / "first.npy"), old[:3])                 # a first build: no previous
