@@ -55,7 +55,8 @@ def load_matrix(index_dir: Path, generation: int, identity: str, embed_all: bool
 
 def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, identity: str, embed_all: bool) -> int:
     """The matrix of this generation's embedded chunks (the embed rule's, this embedder's), written into a new
-    folder renamed into place (the previous one's rows copied by the kernel, vector_matrix._write_matrix_file); older generations' folders removed. Returns its rows."""
+    folder renamed into place (the previous matrix's rows copied by the kernel: _write_matrix_file); older
+    generations' folders removed. Returns its rows."""
     import numpy as np
     from navigator.index.embed_rule import embed_excluded
     # Two plain scans and a set, not a join in id order: the join walks the chunks table (texts and token
@@ -114,7 +115,7 @@ def _write_matrix_file(path: Path, dim: int, source, previous, fresh: dict) -> N
         np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
                                                   "fortran_order": False, "shape": (rows, dim)})
         base, fd = out.tell(), out.fileno()
-        with open(previous.filename, "rb") if previous is not None else _no_file() as old:
+        with open(previous.filename, "rb") if previous is not None else contextlib.nullcontext() as old:
             for start, end in zip(starts, starts[1:]):
                 if reused[start]:
                     _copy_range(old.fileno(), fd, (end - start) * row_bytes,
@@ -122,11 +123,6 @@ def _write_matrix_file(path: Path, dim: int, source, previous, fresh: dict) -> N
                 else:
                     os.pwrite(fd, b"".join(fresh[row].tobytes() for row in range(start, end)), base + start * row_bytes)
         out.truncate(base + rows * row_bytes)
-
-
-@contextlib.contextmanager
-def _no_file():
-    yield None
 
 
 def _copy_range(src: int, dst: int, count: int, src_at: int, dst_at: int) -> None:
