@@ -305,22 +305,20 @@ class BM25Postings:
         # Reused postings, documents renumbered (-1: gone); term ids are the encoder's already.
         remap = np.full(self.n_docs, -1, dtype=np.int64)
         remap[kept_old] = kept_new
-        doc_ids = np.array(order, dtype=CHUNK_ID_DTYPE)
-        if len(kept_old) and np.all(np.diff(kept_old) > 0) and \
-                sum(len(t) for t in added) <= _FEW_ADDED_TOKENS:
-            # The usual incremental run: the kept documents keep their relative order, a few are new.
-            return self._spliced(remap, doc_ids, lengths, added_positions, added, encoder)
-        post_terms = np.repeat(np.arange(len(self.terms), dtype=np.int64), np.diff(self.offsets))
-        post_docs = remap[self.post_docs]
-        keep = post_docs >= 0
-        kept_terms, kept_docs, kept_tfs = post_terms[keep], post_docs[keep], np.asarray(self.post_tfs)[keep]
-
         # New documents' postings, built as a corpus of their own, then placed at their positions.
         add_lengths = np.fromiter(map(len, added), dtype=np.int64, count=len(added))
         add_ids = np.concatenate(added).astype(np.int64) if added else np.zeros(0, np.int64)
         add_offsets, add_docs, add_tfs = postings_from_term_ids(add_ids, add_lengths, n_terms)
         add_terms = np.repeat(np.arange(n_terms, dtype=np.int64), np.diff(add_offsets))
         add_docs = np.asarray(added_positions, dtype=np.int64)[add_docs]
+        doc_ids = np.array(order, dtype=CHUNK_ID_DTYPE)
+        if len(kept_old) and np.all(np.diff(kept_old) > 0) and len(add_ids) <= _FEW_ADDED_TOKENS:
+            # The usual incremental run: the kept documents keep their relative order, a few are new.
+            return self._spliced(remap, doc_ids, lengths, (add_terms, add_docs, add_tfs), encoder)
+        post_terms = np.repeat(np.arange(len(self.terms), dtype=np.int64), np.diff(self.offsets))
+        post_docs = remap[self.post_docs]
+        keep = post_docs >= 0
+        kept_terms, kept_docs, kept_tfs = post_terms[keep], post_docs[keep], np.asarray(self.post_tfs)[keep]
 
         # Merge by (term, document). Both parts are sorted already, so the stable sort is a merge (4 ms
         # at 1.3M postings, where np.lexsort takes 110 ms).
@@ -338,11 +336,12 @@ class BM25Postings:
             post_docs=np.concatenate((kept_docs, add_docs))[by_term_then_doc].astype(np.int32),
             post_tfs=np.concatenate((kept_tfs, add_tfs)).astype(np.int32)[by_term_then_doc])
 
-    def _spliced(self, remap, doc_ids, lengths, added_positions: list[int], added: list, encoder: TermEncoder):
+    def _spliced(self, remap, doc_ids, lengths, new_postings: tuple, encoder: TermEncoder):
         """updated() when `remap` keeps the order of the documents it keeps: each term's kept postings stay
-        sorted, so the new documents' few postings are inserted where they belong (a binary search in
-        their term's run) instead of re-sorting every posting (0.7-1.0 s at 3M postings, mostly the page
-        faults of the sort's temporaries, against a few copies here)."""
+        sorted, so the new documents' few postings (`new_postings`: term, new position and frequency of each,
+        sorted by term then document) are inserted where they belong (a binary search in their term's run)
+        instead of re-sorting every posting (0.7-1.0 s at 3M postings, mostly the page faults of the sort's
+        temporaries, against a few copies here)."""
         import numpy as np
         n_terms = encoder.n_terms
         renumbered = remap.astype(np.int32)[self.post_docs]        # int32: half the fresh pages of int64
@@ -357,11 +356,7 @@ class BM25Postings:
         else:
             kept_docs, kept_tfs = renumbered, np.asarray(self.post_tfs)
         kept_offsets = np.concatenate(([0], np.cumsum(kept_counts))).tolist()
-        add_lengths = np.fromiter(map(len, added), dtype=np.int64, count=len(added))
-        add_ids = np.concatenate(added).astype(np.int64) if added else np.zeros(0, np.int64)
-        add_offsets, add_docs, add_tfs = postings_from_term_ids(add_ids, add_lengths, n_terms)
-        add_terms = np.repeat(np.arange(n_terms, dtype=np.int64), np.diff(add_offsets))
-        add_docs = np.asarray(added_positions, dtype=np.int64)[add_docs]
+        add_terms, add_docs, add_tfs = new_postings
         where = [start + int(np.searchsorted(kept_docs[start:end], doc))
                  for start, end, doc in ((kept_offsets[t], kept_offsets[t + 1], d)
                                          for t, d in zip(add_terms.tolist(), add_docs.tolist()))]

@@ -22,6 +22,7 @@ A .nav on a read-only file system (or not writable by this user) is an IndexRead
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sqlite3
 from contextlib import contextmanager
@@ -60,7 +61,6 @@ def _db_stamp(index_dir: Path) -> list:
 
 def unchanged_since_verified(index_dir: Path) -> bool:
     """Whether nav.db is exactly as the last run that verified it left it (VERIFIED_STAMP)."""
-    import json
     try:
         recorded = json.loads((Path(index_dir) / VERIFIED_STAMP).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -70,7 +70,6 @@ def unchanged_since_verified(index_dir: Path) -> bool:
 
 def record_verified(index_dir: Path) -> None:
     """Called after a run that checked (or wrote) nav.db closed its connection."""
-    import json
     try:
         (Path(index_dir) / VERIFIED_STAMP).write_text(json.dumps(_db_stamp(index_dir)), encoding="utf-8")
     except OSError:

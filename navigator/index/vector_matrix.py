@@ -67,16 +67,15 @@ def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, i
                  if content_hash in embedded and (embed_all or not embed_excluded(path)))
     previous = _newest(index_dir, identity, embed_all)
     at = {cid: i for i, cid in enumerate(previous[0])} if previous else {}
-    missing = [cid for cid in ids if cid not in at]
+    source = np.fromiter((at.get(cid, -1) for cid in ids), dtype=np.int64, count=len(ids))
+    fresh_rows = np.flatnonzero(source < 0).tolist()
+    missing = [ids[row] for row in fresh_rows]
     fetched = {cid: np.frombuffer(vector, dtype=np.float32) for cid, vector in store.select_where_in(
         conn, "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash", "c.id",
         missing)} if missing else {}
     dim = previous[1].shape[1] if previous else (len(next(iter(fetched.values()))) if fetched else 0)
-    source = np.fromiter((at.get(cid, -1) for cid in ids), dtype=np.int64, count=len(ids))
-    fresh = {}
-    for row in np.flatnonzero(source < 0).tolist():
-        vector = fetched[ids[row]]
-        fresh[row] = (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
+    fresh = {row: (fetched[ids[row]] / max(float(np.linalg.norm(fetched[ids[row]])), 1e-12)).astype(np.float32)
+             for row in fresh_rows}
     root = index_dir / VECTORS_DIR
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=root))
