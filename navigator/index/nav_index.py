@@ -317,7 +317,7 @@ class NavIndex:
         embedded = self.vector_count
         if self._matrix is None or self._matrix[0] != embedded:
             from navigator.index.embed_rule import embed_all, embed_excluded
-            from navigator.index.vector_matrix import load_matrix
+            from navigator.index.vector_matrix import VectorRows, load_matrix
             identity = self.manifest.get("embedder", self.config.embed_model)
             mapped = None if self.vectors_partial else \
                 load_matrix(self.index_dir, self.generation, identity, embed_all(self.config))
@@ -329,18 +329,12 @@ class NavIndex:
                     rows = [r for r in rows if not embed_excluded(r[1])]
                 matrix = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]) if rows \
                     else np.zeros((0, 1), np.float32)
-                mapped = [r[0] for r in rows], matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-            self._matrix = (embedded, *mapped)
-        _, ids, matrix = self._matrix
-        if not ids:
-            return []
+                mapped = VectorRows([r[0] for r in rows],
+                                    matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12))
+            self._matrix = (embedded, mapped)
         query = np.asarray(vec, dtype=np.float32)
         with _one_blas_thread():
-            scores = matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))
-        k = min(k, len(ids))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
-        ranked = sorted(((-float(scores[i]), ids[i]) for i in top))                  # ties go to the id
-        return [(cid, -negative) for negative, cid in ranked]
+            return self._matrix[1].top(query / max(float(np.linalg.norm(query)), 1e-12), k)
 
     def vector_search_by_vector(self, vec, k: int) -> list[tuple[str, float]]:
         from navigator.index.vector_store import server_errors
