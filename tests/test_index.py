@@ -283,6 +283,29 @@ def test_partial_vector_head_while_a_build_runs(tmp_path, nav_env):
     assert NavIndex.open(root).state()["vectors"] == "complete"
 
 
+def test_the_coverage_counted_group_by_group_equals_a_fresh_measure(tmp_path, nav_env):
+    """An incremental run counts each embedded group into the record its lexical commit measured, instead of
+    measuring again: the record must equal a fresh measure after added, vendored (excluded) and removed files."""
+    from navigator.index import coverage, store
+    root = make_repo(tmp_path / "repo", modules=3)
+    build(root)
+    shared = "def shared_helper(items):\n    return sorted(set(items))\n"
+    steps = [lambda: (write(root, "pkg/helpers.py", shared), write(root, "pkg/more.py", shared * 2)),
+             lambda: write(root, "vendor/lone.py", "def only_vendored():\n    return 'v'\n"),
+             lambda: (root / "pkg/mod1.py").unlink()]
+    for step in steps:
+        step()
+        build(root)
+        c = store.connect(root / ".nav", create=False)
+        try:
+            stored = coverage.read(c)
+            fresh = coverage.measure(c, store.get_meta(c, "generation"), synced=True)
+        finally:
+            c.close()
+        assert stored == fresh
+        assert coverage.is_complete(stored) and stored["excluded"] >= 1
+
+
 def test_vector_search_on_a_local_index_is_exact_and_the_same_in_every_process(tmp_path, nav_env, monkeypatch):
     """patches/0016: chroma's HNSW search missed true neighbours and returned a different top 200 from one process
     to the next on a django index, so the same bug report ranked files differently run to run. A local index of

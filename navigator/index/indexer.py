@@ -114,7 +114,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
             summary.notes.extend(sync_multilingual(run))
         elif embed_vectors:
             release_freed_memory()
-            vectors = VectorSync(run, committed)
+            vectors = VectorSync(run, committed, measured=not current)
             vectors.start(previous_vectors)
             summary.chunks_embedded = embed(run, unembedded_texts(run), on_group=vectors.add,
                                             syncs_chroma=not vectors.defer_chroma)

@@ -19,7 +19,6 @@ index built before this file existed, a run killed while embedding, a partial ve
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import shutil
@@ -145,9 +144,8 @@ def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, i
     from navigator.index.embed_rule import embed_excluded
     # The (path, id) covering index, not the table: 0.05 s at 79k chunks where reading the rows' texts took
     # 0.3 s. A chunk id fixes its text, so a row the previous matrix holds under that id holds this vector.
-    excluded = functools.lru_cache(maxsize=None)(embed_excluded)        # asked once per path, not per chunk
     current = sorted(cid for path, cid in conn.execute("SELECT path, id FROM chunks")
-                     if embed_all or not excluded(path))
+                     if embed_all or not embed_excluded(path))
     newest = _newest(index_dir, identity, embed_all)
     previous = newest[1] if newest else None
     held = {}

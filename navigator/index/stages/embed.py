@@ -53,16 +53,14 @@ def unembedded_texts(run: IndexRun) -> list[tuple[str, str]]:
     """(content hash, text) of each distinct text of nav.db's chunks with no cached vector, the embed rule's
     exclusions left out. Read from nav.db, not from this run's changes: a run killed while embedding left
     committed chunks without vectors, and the next run (with nothing new to chunk) embeds them."""
-    import functools
     from navigator.index.embed_rule import embed_all, embed_excluded
     keep_all = embed_all(run.config)
-    excluded = functools.lru_cache(maxsize=None)(embed_excluded)        # asked once per path, not per chunk
     # Ids first, texts after: django holds 15k excluded chunks without a vector, whose texts are not wanted.
     first_chunk: dict[str, str] = {}
     for cid, path, content_hash in run.conn.execute(
             "SELECT c.id, c.path, c.content_hash FROM chunks c "
             "LEFT JOIN embeddings e ON e.content_hash = c.content_hash WHERE e.content_hash IS NULL"):
-        if content_hash not in first_chunk and (keep_all or not excluded(path)):
+        if content_hash not in first_chunk and (keep_all or not embed_excluded(path)):
             first_chunk[content_hash] = cid
     texts = {row[0]: store.chunk_from_row(row).embed_text for row in store.select_where_in(
         run.conn, f"SELECT {store.CHUNK_COLUMNS} FROM chunks c", "c.id", list(first_chunk.values()))}

@@ -19,10 +19,14 @@ from navigator.index.vector_store import open_collection, server_errors, sync_ch
 
 
 class VectorSync:
-    def __init__(self, run: IndexRun, committed: Committed):
+    def __init__(self, run: IndexRun, committed: Committed, *, measured: bool = False):
+        """`measured`: the coverage record was measured by this run's lexical commit, so counting each group's
+        chunks keeps it exact and `finish` need not measure again (0.17 s at 79k chunks). A record read from
+        an earlier run may be off by a group that run embedded and was killed before counting."""
         from navigator.index.nav_index import searches_exactly
         self.run, self.committed = run, committed
         self.record = coverage.read(run.conn)
+        self.measured = measured and self.record is not None and self.record.get("generation") == committed.generation
         self.collection = None
         # Searched exactly over nav.db's vectors (the embedded store up to 250k chunks): the collection is left
         # behind and synced by the first reader that needs it (NavIndex._repair_chroma_if_behind), so an index
@@ -59,6 +63,8 @@ class VectorSync:
             except VectorStoreUnavailableError as exc:
                 self.failure = exc
                 return
+        # These chunks had no vector before this group (their hash had none). None of them is excluded: the
+        # hashed text starts with the chunk's path, and the embed stage never embeds an excluded path's text.
         self.record["embedded"] += len(rows)
         coverage.write(run.conn, self.record)
         crash_point("embedded-group")
@@ -77,8 +83,11 @@ class VectorSync:
     def finish(self) -> dict:
         if self.failure is not None:
             raise self.failure
-        self.record = coverage.measure(self.run.conn, self.committed.generation, synced=True,
-                                      embed_all=embed_all(self.run.config))
+        if self.measured:
+            self.record = {**self.record, "synced": True}
+        else:
+            self.record = coverage.measure(self.run.conn, self.committed.generation, synced=True,
+                                          embed_all=embed_all(self.run.config))
         coverage.write(self.run.conn, self.record)
         return self.record
 
