@@ -71,7 +71,7 @@ def test_a_one_file_change_writes_the_next_generation_and_finds_the_new_chunk(tm
     rows = load_matrix(after.index_dir, after.generation, after.manifest["embedder"], False)
     assert rows.live == after.vector_count == embedded + 1
     assert rows.delta is not None and len(rows.delta) == 1   # the base kept, the new chunk beside it
-    assert sorted(rows.live_ids()) == _joined(after)          # the join's ids, rule applied
+    assert sorted(rows.live_rows()) == _joined(after)          # the join's ids, rule applied
     new = [c for c, p in after.chunk_paths().items() if p == "pkg/weather.py"]
     assert len(new) == 1 and rows.ids.index(new[0]) == len(rows.base)
     assert np.allclose(rows.vector(rows.ids.index(new[0])), _unit_vector(after, new[0]), atol=1e-6)
@@ -127,7 +127,7 @@ def test_small_changes_keep_the_base_and_rank_as_nav_db_does(tmp_path, nav_env):
         folder = index.index_dir / VECTORS_DIR / str(index.generation)
         assert (folder / MATRIX_FILE).stat().st_ino == base_inode
         rows = load_matrix(index.index_dir, index.generation, index.manifest["embedder"], False)
-        live = rows.live_ids()
+        live = list(rows.live_rows())
         assert len(live) == len(set(live)) == rows.live == index.vector_count
         assert sorted(live) == _joined(index)
         for row, cid in enumerate(rows.ids):
@@ -167,7 +167,7 @@ def test_without_hard_links_the_base_is_copied(tmp_path, nav_env, monkeypatch):
     _build(root)
     index = NavIndex.open(root)
     rows = load_matrix(index.index_dir, index.generation, index.manifest["embedder"], False)
-    assert rows.dead is not None and len(rows.dead) > 0 and sorted(rows.live_ids()) == _joined(index)
+    assert rows.dead is not None and len(rows.dead) > 0 and sorted(rows.live_rows()) == _joined(index)
     _same_ranking(root, SMALL_CHANGE_QUERIES)
 
 

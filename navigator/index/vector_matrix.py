@@ -19,11 +19,12 @@ index built before this file existed, a run killed while embedding, a partial ve
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,6 @@ class VectorRows:
     base: "np.ndarray"
     delta: "np.ndarray | None" = None
     dead: "np.ndarray | None" = None
-    _dead_set: set = field(default=None, repr=False)
 
     @property
     def live(self) -> int:
@@ -79,19 +79,18 @@ class VectorRows:
         ranked = sorted((-float(scores[i]), self.ids[i]) for i in np.flatnonzero(scores >= kth).tolist())[:k]
         return [(cid, -negative) for negative, cid in ranked]
 
-    def live_ids(self) -> list[str]:
-        """The live rows' chunk ids, in row order."""
-        dead = self._dead()
-        return [cid for i, cid in enumerate(self.ids) if i not in dead]
+    def live_rows(self) -> dict[str, int]:
+        """Each live row's chunk id -> its row, in row order."""
+        dead = self.dead_rows
+        return {cid: row for row, cid in enumerate(self.ids) if row not in dead}
 
     def vector(self, row: int) -> "np.ndarray":
         base = len(self.base)
         return self.base[row] if row < base else self.delta[row - base]
 
-    def _dead(self) -> set:
-        if self._dead_set is None:
-            self._dead_set = set() if self.dead is None else set(self.dead.tolist())
-        return self._dead_set
+    @functools.cached_property
+    def dead_rows(self) -> frozenset[int]:
+        return frozenset() if self.dead is None else frozenset(self.dead.tolist())
 
 
 def _dir(index_dir: Path, generation: int) -> Path:
@@ -148,10 +147,7 @@ def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, i
                      if embed_all or not embed_excluded(path))
     newest = _newest(index_dir, identity, embed_all)
     previous = newest[1] if newest else None
-    held = {}
-    if previous is not None:
-        dead = previous._dead()
-        held = {cid: row for row, cid in enumerate(previous.ids) if row not in dead}
+    held = previous.live_rows() if previous is not None else {}
     missing = [cid for cid in current if cid not in held]
     fetched = {cid: np.frombuffer(vector, dtype=np.float32) for cid, vector in store.select_where_in(
         conn, "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash", "c.id",
@@ -168,7 +164,7 @@ def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, i
         # Set operations, not a walk over every row: a base row dies when its chunk is gone, and stays dead
         # when the chunk comes back (it returns as a delta row, being fresh).
         gone = held.keys() - keep
-        dead_base = sorted(previous._dead() | {held[cid] for cid in gone if held[cid] < base_rows}) \
+        dead_base = sorted(previous.dead_rows | {held[cid] for cid in gone if held[cid] < base_rows}) \
             if previous is not None else []
         delta_ids = sorted([cid for cid in previous.ids[base_rows:] if cid in keep] + list(fresh)) \
             if previous is not None else []
@@ -214,7 +210,7 @@ def _write_base(staging: Path, ids: list, previous: VectorRows | None, held: dic
     delta's and the fresh ones written."""
     import numpy as np
     base_rows = len(previous.base) if previous is not None else 0
-    source = np.fromiter((held.get(cid, -1) if held.get(cid, -1) < base_rows else -1 for cid in ids),
+    source = np.fromiter((row if (row := held.get(cid, -1)) < base_rows else -1 for cid in ids),
                          dtype=np.int64, count=len(ids))
     rows = {row: fresh[ids[row]] if ids[row] in fresh else previous.vector(held[ids[row]])
             for row in np.flatnonzero(source < 0).tolist()}

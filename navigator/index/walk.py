@@ -219,7 +219,7 @@ def diff_tree(root: Path, conn: sqlite3.Connection, skip: list[str], config: Con
         if (old[1], old[2]) == (f.size, f.mtime_ns):
             continue
         try:
-            if file_hash(read_source(f.abs_path).raw) != old[0]:
+            if file_hash(Path(f.abs_path).read_bytes()) != old[0]:
                 changed.append(f.path)
         except OSError:
             changed.append(f.path)
