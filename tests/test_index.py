@@ -269,7 +269,7 @@ def test_partial_vector_head_while_a_build_runs(tmp_path, nav_env):
     build(root)
     c = store.connect(root / ".nav", create=False)
     c.execute("DELETE FROM embeddings WHERE rowid IN (SELECT rowid FROM embeddings LIMIT 5)")
-    coverage.write(c, coverage.measure(c, store.get_meta(c, "generation"), synced=False))
+    coverage.write(c, coverage.measure(c, store.get_meta(c, "generation"), nav_env, synced=False))
     c.close()
     with IndexLock(Config.from_env().index_dir_for(root.resolve())):
         index = NavIndex.open(root)
@@ -299,7 +299,7 @@ def test_the_coverage_counted_group_by_group_equals_a_fresh_measure(tmp_path, na
         c = store.connect(root / ".nav", create=False)
         try:
             stored = coverage.read(c)
-            fresh = coverage.measure(c, store.get_meta(c, "generation"), synced=True)
+            fresh = coverage.measure(c, store.get_meta(c, "generation"), nav_env, synced=True)
         finally:
             c.close()
         assert stored == fresh
@@ -482,15 +482,90 @@ def test_a_run_that_changes_nothing_keeps_the_generation_and_loads_nothing(tmp_p
     assert NavIndex.open(root).generation == generation
 
 
-def test_index_built_with_another_embedder(tmp_path, nav_env, monkeypatch):
+def _vectors_by_model(root: Path) -> dict[str, int]:
+    return dict(db_rows(root, "SELECT model, COUNT(*) FROM embeddings GROUP BY model"))
+
+
+@pytest.mark.parametrize("search", ["exact", "ann"])
+def test_a_switched_embedder_re_embeds_and_switching_back_is_free(tmp_path, nav_env, other_tiny_embed_model,
+                                                                  monkeypatch, search):
+    """Issue 24: a changed model re-embeds, keyed by content hash + model, without --rebuild. The searches after
+    each switch use that model's vectors (its own width: 32 then 48), exactly and through chroma."""
+    from navigator.index.embedder import Embedder
+    monkeypatch.setenv("NAV_VECTOR_SEARCH", search)
+    root = make_repo(tmp_path / "repo", modules=2)
+    first, _ = build(root)
+    first_model = nav_env
+    assert _vectors_by_model(root) == {first_model: first.chunks_embedded}
+
+    monkeypatch.setenv("NAV_EMBED_MODEL", other_tiny_embed_model)
+    with pytest.raises(EmbedderMismatchError, match="other-tiny-embedder") as err:
+        NavIndex.open(root)                            # a search does not switch silently: the index run does
+    assert "nav index" in err.value.hint and "--rebuild" not in err.value.hint
+    switched, spy = build(root)
+    assert switched.chunks_embedded == first.chunks_embedded and len(spy.texts) == first.chunks_embedded
+    assert any("embedder switched" in note for note in switched.notes)
+    assert _vectors_by_model(root) == {first_model: first.chunks_embedded, other_tiny_embed_model: first.chunks_embedded}
+
+    def searches_with(model: str, width: int) -> None:
+        index = NavIndex.open(root)
+        assert index.manifest["embedder"] == model and not index.vectors_partial
+        chunk = next(c for c in index.chunks() if c.kind == "function")
+        (vec,) = Embedder(model, "fp32").encode_documents([chunk.embed_text])
+        assert vec.shape == (width,)
+        hits = index.vector_search_by_vector(vec, 3)    # a chunk's own vector finds it first
+        assert hits[0][0] == chunk.id and hits[0][1] == pytest.approx(1.0, abs=1e-4)
+
+    searches_with(other_tiny_embed_model, 48)
+    monkeypatch.setenv("NAV_EMBED_MODEL", first_model)
+    back, spy = build(root)
+    assert back.chunks_embedded == 0 and spy.texts == []           # the first model's vectors were kept
+    searches_with(first_model, 32)
+
+
+def test_the_cache_prunes_unused_texts_first_then_other_models(tmp_path, nav_env):
+    """Other models' vectors of live chunks survive a prune that unused texts' rows are enough for; past the
+    slack even without those, only the index's own model keeps its vectors."""
+    from navigator.index import store
+    from navigator.index.stages.embed import CACHE_SLACK, prune_cache
     root = make_repo(tmp_path / "repo", modules=1)
     build(root)
-    monkeypatch.setenv("NAV_EMBED_MODEL", str(tmp_path / "some-other-model"))
-    with pytest.raises(EmbedderMismatchError, match="some-other-model") as err:
-        NavIndex.open(root)
-    assert "--rebuild" in err.value.hint
-    with pytest.raises(EmbedderMismatchError):
-        build_index(root.resolve(), Config.from_env())
+    conn = store.connect(root / ".nav", create=False)
+    live = [h for (h,) in conn.execute("SELECT DISTINCT content_hash FROM chunks")]
+    own = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+    limit = CACHE_SLACK * 1000                  # prune_cache's floor: this repository has far fewer chunks
+    conn.executemany("INSERT INTO embeddings VALUES (?, 'gone-model', x'00')", [(f"gone{i}",) for i in range(limit)])
+    conn.executemany("INSERT INTO embeddings VALUES (?, 'older-model', x'00')", [(h,) for h in live])
+    prune_cache(conn, len(live), nav_env)
+    assert dict(conn.execute("SELECT model, COUNT(*) FROM embeddings GROUP BY model")) == \
+        {nav_env: own, "older-model": len(live)}
+    models = [f"model-{i}" for i in range(limit // len(live) + 1)]
+    conn.executemany("INSERT INTO embeddings VALUES (?, ?, x'00')", [(h, m) for m in models for h in live])
+    prune_cache(conn, len(live), nav_env)
+    assert dict(conn.execute("SELECT model, COUNT(*) FROM embeddings GROUP BY model")) == {nav_env: own}
+    conn.close()
+
+
+def test_an_index_of_schema_2_gets_its_cache_keyed_by_model(tmp_path, nav_env):
+    """A v2 nav.db (embeddings keyed by content hash alone) is rebuilt under (content hash, model) when opened,
+    its vectors kept: nothing is embedded again."""
+    root = make_repo(tmp_path / "repo", modules=1)
+    first, _ = build(root)
+    conn = sqlite3.connect(root / ".nav" / "nav.db")
+    conn.executescript("""
+        ALTER TABLE embeddings RENAME TO new_layout;
+        CREATE TABLE embeddings (content_hash TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL);
+        INSERT INTO embeddings SELECT * FROM new_layout; DROP TABLE new_layout;
+        UPDATE meta SET value='2' WHERE key='schema_version';""")
+    conn.close()
+    before = sorted(db_rows(root, "SELECT content_hash, model, vector FROM embeddings"))
+    index = NavIndex.open(root)
+    key = [r[1] for r in index.conn.execute("PRAGMA table_info(embeddings)") if r[5]]
+    assert sorted(key) == ["content_hash", "model"]
+    assert index.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert sorted(db_rows(root, "SELECT content_hash, model, vector FROM embeddings")) == before
+    again, spy = build(root)
+    assert again.chunks_embedded == 0 and spy.texts == [] and len(before) == first.chunks_embedded
 
 
 def test_index_dir_override(tmp_path, nav_env, monkeypatch):

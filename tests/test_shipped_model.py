@@ -65,7 +65,7 @@ def test_models_list_shows_both_embedders():
 
 
 @pytest.mark.slow
-def test_an_index_embedded_by_the_shipped_model_searches_and_refuses_a_silent_switch(tmp_path, nav_env, monkeypatch):
+def test_an_index_embedded_by_the_shipped_model_searches_and_switches_only_when_indexed(tmp_path, nav_env, monkeypatch):
     from navigator.index.indexer import build_index
     from navigator.index.nav_index import NavIndex
     from tests.repo_factory import make_repo
@@ -83,4 +83,7 @@ def test_an_index_embedded_by_the_shipped_model_searches_and_refuses_a_silent_sw
     assert vec.dtype.name == "float32" and abs(float((vec[0] ** 2).sum()) - 1.0) < 1e-3
     monkeypatch.setenv("NAV_EMBEDDER", "minilm")
     with pytest.raises(EmbedderMismatchError, match=NAME):
-        build_index(root, Config.from_env())
+        NavIndex.open(root)                            # searches name the switch; `nav index` makes it
+    switched = build_index(root, Config.from_env())
+    assert switched.chunks_embedded == summary.chunks_embedded
+    assert NavIndex.open(root).manifest["embedder"] == Embedder(DEFAULT_EMBED_MODEL).identity

@@ -5,7 +5,7 @@ along they are, and every search and `nav status` reports it.
 nav.db meta "vectors" (written by the indexer's stages, read at open with one meta lookup):
     generation  the index generation the record describes
     chunks      chunks in the index
-    embedded    chunks whose text has a cached vector (these are the ones synced into chroma)
+    embedded    chunks whose text has a cached vector from the index's embedder (the ones synced into chroma)
     excluded    chunks left unembedded by rule (navigator.index.embed_rule), counted apart from the partial share
     embed_all   NAV_EMBED_ALL when it was measured (what counted as excluded)
     synced      the chroma collection was brought in line with nav.db after the last group was embedded;
@@ -23,12 +23,13 @@ from navigator.index.embed_rule import embed_excluded
 META_KEY = "vectors"
 
 
-def measure(conn: sqlite3.Connection, generation: int, *, synced: bool, embed_all: bool = False) -> dict:
-    """The record for nav.db's current chunks: one grouped pass over chunks joined to the cache."""
+def measure(conn: sqlite3.Connection, generation: int, model: str, *, synced: bool, embed_all: bool = False) -> dict:
+    """The record for nav.db's current chunks and `model`'s vectors: one grouped pass over chunks joined to
+    the cache."""
     chunks = embedded = excluded = 0
     for path, n, with_vector in conn.execute(
-            "SELECT c.path, COUNT(*), COUNT(e.content_hash) FROM chunks c "
-            "LEFT JOIN embeddings e ON e.content_hash = c.content_hash GROUP BY c.path"):
+            "SELECT c.path, COUNT(*), COUNT(e.content_hash) FROM chunks c LEFT JOIN embeddings e "
+            "ON e.content_hash = c.content_hash AND e.model = ? GROUP BY c.path", (model,)):
         chunks += n
         embedded += with_vector
         if with_vector < n and not embed_all and embed_excluded(path):

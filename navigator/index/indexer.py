@@ -11,7 +11,6 @@ from pathlib import Path
 
 from navigator.index import coverage, store
 from navigator.core.config import Config
-from navigator.core.errors import EmbedderMismatchError
 from navigator.index.embedder import release_freed_memory
 from navigator.index.embed_rule import embed_all, embed_excluded
 from navigator.index.repair import record_verified
@@ -106,7 +105,7 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         else:
             # Lexical first: files, chunks, graph and manifest are committed before the model is even loaded.
             committed = commit_lexical(run, changes)
-            prune_cache(run.conn, committed.chunk_count)
+            prune_cache(run.conn, committed.chunk_count, run.embedder.identity)
             summary.notes.extend(write_postings(run, changes, committed))
         if embed_vectors and current and vectors_current(run) and \
                 run.server is None and searches_exactly(config, committed.chunk_count):
@@ -161,7 +160,7 @@ def vectors_current(run: IndexRun) -> bool:
 
 
 def _open_run(repo_root: Path, index_dir: Path, config: Config, summary, progress_stream, embed_fn) -> IndexRun:
-    """The run's connection and embedder, refused before any work when the index holds another embedder's vectors."""
+    """The run's connection and embedder; a damaged nav.db is refused before any work."""
     from navigator.index.embedder import Embedder
     from navigator.index.repair import corrupt_database, forget_verified, quick_check, unchanged_since_verified
     existed = (index_dir / store.DB_NAME).exists()
@@ -182,11 +181,12 @@ def _open_run(repo_root: Path, index_dir: Path, config: Config, summary, progres
     embedder = Embedder(config.embed_model, config.embed_dtype)
     # Parsed before any work: a malformed URL is a usage error, not a failure after embedding.
     server = chroma_server(config.chroma_url, repo_root, embedder.identity, config.chroma_collection)
-    cached_model = store.get_meta(conn, "embedder")
-    if cached_model is not None and cached_model != embedder.identity:
-        raise EmbedderMismatchError(
-            f"the index at {index_dir} holds embeddings from {cached_model!r}, but {embedder.identity!r} is configured",
-            hint="re-embed everything with: nav index PATH --rebuild (or set NAV_EMBED_MODEL back)")
+    searched_model = store.get_meta(conn, "embedder")
+    if searched_model is not None and searched_model != embedder.identity:
+        # A switch, not a refusal: the cache is keyed by (content hash, model), so this run embeds only the
+        # texts the configured model has no vector for, and the old model's vectors stay for a switch back.
+        summary.notes.append(f"embedder switched from {searched_model} to {embedder.identity}: chunks without a "
+                             f"vector from it are embedded now; {searched_model}'s vectors stay cached")
     return IndexRun(repo_root=repo_root, index_dir=index_dir, config=config, conn=conn, embedder=embedder,
                     server=server, summary=summary, manifest=store.get_meta(conn, "manifest") or {},
                     progress_stream=progress_stream, embed_fn=embed_fn)

@@ -101,7 +101,8 @@ class NavIndex:
             if index.manifest.get("embedder") != configured:
                 raise EmbedderMismatchError(
                     f"the index was built with embedder {index.manifest.get('embedder')!r}, but {configured!r} is configured",
-                    hint="set NAV_EMBEDDER / NAV_EMBED_MODEL back, or re-embed with: nav index PATH --rebuild")
+                    hint="set NAV_EMBEDDER / NAV_EMBED_MODEL back, or run `nav index PATH` with it: the chunks are "
+                         "embedded by the new model, and both models' vectors stay cached, so switching back is free")
         return index
 
     # ---- chunks
@@ -193,17 +194,25 @@ class NavIndex:
                 lines.setdefault(c.start_line + offset, line)
         return {p: "\n".join(lines.get(i, "") for i in range(1, max(lines) + 1)) for p, lines in by_path.items()}
 
+    @property
+    def embedder_identity(self) -> str:
+        """The model whose vectors this index searches (its manifest's; the configured one for an index built
+        before the manifest recorded it)."""
+        return self.manifest.get("embedder", self.config.embed_model)
+
     def embedder(self):
         from navigator.index.embedder import Embedder
-        return Embedder(self.manifest.get("embedder", self.config.embed_model), self.config.embed_dtype)
+        return Embedder(self.embedder_identity, self.config.embed_dtype)
 
     def cached_embeddings(self, texts: list[str]):
         """Embeddings for arbitrary texts through the index's content-hash cache (used by baselines)."""
         import numpy as np
         from chunkers.base import content_hash
         hashes = [content_hash(t) for t in texts]
+        # The model test rides in front of the IN list select_where_in appends.
         found: dict[str, bytes] = dict(store.select_where_in(
-            self.conn, "SELECT content_hash, vector FROM embeddings", "content_hash", hashes))
+            self.conn, "SELECT content_hash, vector FROM embeddings", "model = ? AND content_hash", hashes,
+            (self.embedder_identity,)))
         todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
         if todo:
             embedder = self.embedder()
@@ -229,7 +238,7 @@ class NavIndex:
         if self._query_encoder is not None or self._encoder_loading is not None or self.vector_count == 0:
             return
         from navigator.index.onnx_query import OnnxQueryEncoder, import_onnx_runtime, is_exported, onnx_dir_for
-        onnx_dir = onnx_dir_for(self.index_dir, self.manifest.get("embedder", self.config.embed_model))
+        onnx_dir = onnx_dir_for(self.index_dir, self.embedder_identity)
         if not is_exported(onnx_dir):
             return
         import threading
@@ -257,7 +266,7 @@ class NavIndex:
             self._query_encoder = outcome.get("encoder")   # None after an error: loaded below, or torch's
         if self._query_encoder is None:
             from navigator.index.onnx_query import OnnxQueryEncoder, is_exported, onnx_dir_for
-            identity = self.manifest.get("embedder", self.config.embed_model)
+            identity = self.embedder_identity
             onnx_dir = onnx_dir_for(self.index_dir, identity)
             encoder = None
             if is_exported(onnx_dir):   # verified against the checksum recorded at export
@@ -294,7 +303,7 @@ class NavIndex:
         mostly without the GIL) on a worker thread while this thread imports chromadb (pure Python) and
         opens the collection. Measured cold: 0.61 s for both instead of 0.75 s one after the other."""
         from navigator.index.onnx_query import import_onnx_runtime, is_exported, onnx_dir_for, run_beside
-        identity = self.manifest.get("embedder", self.config.embed_model)
+        identity = self.embedder_identity
         if not is_exported(onnx_dir_for(self.index_dir, identity)):
             return self.embed_query(query)
         import_onnx_runtime()
@@ -318,7 +327,7 @@ class NavIndex:
         if self._matrix is None or self._matrix[0] != embedded:
             from navigator.index.embed_rule import embed_all, embed_excluded
             from navigator.index.vector_matrix import VectorRows, load_matrix
-            identity = self.manifest.get("embedder", self.config.embed_model)
+            identity = self.embedder_identity
             mapped = None if self.vectors_partial else \
                 load_matrix(self.index_dir, self.generation, identity, embed_all(self.config))
             if mapped is None:
@@ -384,7 +393,7 @@ class NavIndex:
     def chroma_server(self):
         """The chroma server holding this index's vectors (NAV_CHROMA_URL), or None for the embedded store."""
         from navigator.index.vector_store import chroma_server
-        identity = self.manifest.get("embedder", self.config.embed_model)
+        identity = self.embedder_identity
         return chroma_server(self.config.chroma_url, self.root, identity, self.config.chroma_collection)
 
     def _chroma(self):
@@ -413,7 +422,7 @@ class NavIndex:
         from navigator.index.vector_store import sync_chroma
         import sqlite3
         try:
-            sync_chroma(self.index_dir, self.conn)
+            sync_chroma(self.index_dir, self.conn, self.embedder_identity)
         except sqlite3.DatabaseError as exc:   # nav.db itself, the source of the repair
             from navigator.index.repair import database_error
             raise database_error(exc, self.index_dir / store.DB_NAME) from exc
@@ -453,7 +462,7 @@ class NavIndex:
         unsynced = record is not None and not record.get("synced", True)
         if not (synced and not unsynced and server_in_step(self.conn, collection)) \
                 and building_pid(self.index_dir) is None:
-            sync_chroma(self.index_dir, self.conn, server=server)
+            sync_chroma(self.index_dir, self.conn, self.embedder_identity, server=server)
             self._record_synced(record)
         return collection
 
@@ -461,8 +470,8 @@ class NavIndex:
         from navigator.index import coverage
         from navigator.index.embed_rule import embed_all
         if record is not None:
-            coverage.write(self.conn, coverage.measure(self.conn, self.generation, synced=True,
-                                                       embed_all=embed_all(self.config)))
+            coverage.write(self.conn, coverage.measure(self.conn, self.generation, self.embedder_identity,
+                                                       synced=True, embed_all=embed_all(self.config)))
 
     # ---- freshness
     def freshness(self) -> Freshness:

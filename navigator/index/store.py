@@ -1,7 +1,8 @@
 """The index on disk: one SQLite database (the source of truth) plus a chromadb collection derived from it.
 
     <index_dir>/nav.db     files (the language each was read as, its redactions), chunks, the embedding cache (keyed by
-                           chunk content hash), meta/manifest, the symbol graph of the source files
+                           chunk content hash and model: a model switch re-embeds only what that model
+                           lacks, switching back costs nothing), meta/manifest, the symbol graph of the source files
                            (graph_defs, graph_refs: navigator.index.graph)
     <index_dir>/chroma/    chromadb persistent collection of the current chunks' vectors (cosine)
     <index_dir>/bm25/<generation>/   the BM25 postings of that generation's chunks (navigator.index.lexical.BM25Postings:
@@ -29,10 +30,11 @@ from pathlib import Path
 from chunkers.base import CodeChunk
 from navigator.core.errors import IndexCorruptError, IndexMissingError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Versions this nav upgrades in place: the schema script creates what a newer version added (v2: the
-# graph tables, filled by the next `nav index` run, see navigator.index.graph.update_graph).
-MIGRATABLE_VERSIONS = frozenset({1})
+# graph tables, filled by the next `nav index` run, see navigator.index.graph.update_graph), and
+# _key_embeddings_by_model rebuilds the embedding cache under its v3 key (content hash, model).
+MIGRATABLE_VERSIONS = frozenset({1, 2})
 DB_NAME = "nav.db"
 CHROMA_DIR = "chroma"
 COLLECTION = "chunks"
@@ -61,7 +63,8 @@ CREATE INDEX IF NOT EXISTS chunks_order ON chunks(path, seq, id);
 -- The chunks of a content hash, for the vector stage's groups: without it SQLite scanned every chunk once per
 -- hash of a small group (0.27 s for a one-file change's five hashes at django's 79k chunks).
 CREATE INDEX IF NOT EXISTS chunks_content ON chunks(content_hash);
-CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS embeddings (
+    content_hash TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (content_hash, model));
 -- The symbol graph (navigator.index.graph): definitions and references of the source files.
 CREATE TABLE IF NOT EXISTS graph_defs (
     path TEXT NOT NULL, qualname TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, parent TEXT,
@@ -92,7 +95,10 @@ def connect(index_dir: Path, *, create: bool) -> sqlite3.Connection:
         if row is None:
             conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         elif int(row[0]) in MIGRATABLE_VERSIONS:
+            conn.execute("BEGIN IMMEDIATE")
+            _key_embeddings_by_model(conn)
             conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+            conn.execute("COMMIT")
         elif int(row[0]) != SCHEMA_VERSION:
             raise IndexCorruptError(
                 f"the index at {index_dir} has schema version {row[0]}, this nav reads {SCHEMA_VERSION}",
@@ -104,6 +110,20 @@ def connect(index_dir: Path, *, create: bool) -> sqlite3.Connection:
         raise IndexCorruptError(f"the index database {db_path} is unreadable ({exc})",
                                 hint="rebuild it: nav index PATH --rebuild (the index is derived data; nothing of yours is lost)") from exc
     return conn
+
+
+def _key_embeddings_by_model(conn: sqlite3.Connection) -> None:
+    """A v1/v2 cache keyed by content hash alone, rebuilt under (content hash, model), rows kept. Once per
+    index: ~2 s for django's 64k vectors. A reader that cannot write reads the old table as it is (every
+    query names the model, and the old table has the column)."""
+    key = [r[1] for r in sorted((r for r in conn.execute("PRAGMA table_info(embeddings)") if r[5]), key=lambda r: r[5])]
+    if key == ["content_hash", "model"]:
+        return
+    conn.execute("ALTER TABLE embeddings RENAME TO embeddings_v2")
+    conn.execute("CREATE TABLE embeddings (content_hash TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, "
+                 "PRIMARY KEY (content_hash, model))")
+    conn.execute("INSERT INTO embeddings SELECT content_hash, model, vector FROM embeddings_v2")
+    conn.execute("DROP TABLE embeddings_v2")
 
 
 def _connect_read_only(db_path: Path, first_error: sqlite3.DatabaseError) -> sqlite3.Connection:
@@ -118,12 +138,17 @@ def _connect_read_only(db_path: Path, first_error: sqlite3.DatabaseError) -> sql
     return conn
 
 
-def select_where_in(conn: sqlite3.Connection, select: str, column: str, values):
-    """The rows of `select WHERE column IN (values)`, asked in parts of SQLITE_MAX_PARAMS values."""
+def select_where_in(conn: sqlite3.Connection, select: str, column: str, values, params: tuple = ()):
+    """The rows of `select WHERE column IN (values)`, asked in parts of SQLITE_MAX_PARAMS values; `params`
+    fill the placeholders `select` itself holds."""
     values = list(values)
     for i in range(0, len(values), SQLITE_MAX_PARAMS):
         part = values[i:i + SQLITE_MAX_PARAMS]
-        yield from conn.execute(f"{select} WHERE {column} IN ({','.join('?' * len(part))})", part)
+        yield from conn.execute(f"{select} WHERE {column} IN ({','.join('?' * len(part))})", (*params, *part))
+
+
+# Each chunk's id and vector from one model (its placeholder): the rows every vector reader starts from.
+CHUNK_VECTORS = "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash AND e.model = ?"
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default=None):

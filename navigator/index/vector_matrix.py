@@ -150,8 +150,7 @@ def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, i
     held = previous.live_rows() if previous is not None else {}
     missing = [cid for cid in current if cid not in held]
     fetched = {cid: np.frombuffer(vector, dtype=np.float32) for cid, vector in store.select_where_in(
-        conn, "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash", "c.id",
-        missing)} if missing else {}
+        conn, store.CHUNK_VECTORS, "c.id", missing, (identity,))} if missing else {}
     ids = [cid for cid in current if cid in held or cid in fetched]     # a chunk without a vector stays out
     fresh = {cid: (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32) for cid, v in fetched.items()}
     root = index_dir / VECTORS_DIR

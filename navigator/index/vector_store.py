@@ -231,19 +231,20 @@ def delete_vector_store(index_dir: Path) -> None:
     shutil.rmtree(index_dir / store.CHROMA_DIR, ignore_errors=True)
 
 
-def sync_chroma(index_dir: Path, conn: sqlite3.Connection,
+def sync_chroma(index_dir: Path, conn: sqlite3.Connection, model: str,
                 changes: tuple[set[str], set[str]] | None = None, server: ChromaServer | None = None) -> None:
-    """Make the chroma collection hold exactly the current chunks' vectors. Needs no model: vectors come
+    """Make the chroma collection hold exactly the current chunks' vectors of `model` (the index's embedder;
+    an embedded collection of another model's vectors is deleted first). Needs no model: vectors come
     from the cache. `changes` = (chunk ids removed, chunk ids added) by the commit just made: when chroma
     was in sync with the generation before it, only those are applied. Otherwise every id is compared,
     vectors are read in pages of CHROMA_BATCH, and an embedded collection that cannot be opened is deleted
     and rebuilt. On a server, any failure is a VectorStoreUnavailableError and the recorded chroma generation
     stays behind, so the next run compares ids again (a server is never deleted from)."""
     with server_errors(server, "syncing the vectors"):
-        _sync(index_dir, conn, changes, server)
+        _sync(index_dir, conn, model, changes, server)
 
 
-def _sync(index_dir: Path, conn: sqlite3.Connection, changes, server: ChromaServer | None) -> None:
+def _sync(index_dir: Path, conn: sqlite3.Connection, model: str, changes, server: ChromaServer | None) -> None:
     import numpy as np
     generation = store.get_meta(conn, "generation", 0)
     in_step = changes is not None and store.get_meta(conn, "chroma_generation") == generation - 1
@@ -253,6 +254,11 @@ def _sync(index_dir: Path, conn: sqlite3.Connection, changes, server: ChromaServ
         have = None if in_step else _all_ids(collection)
     else:
         from navigator.index.repair import chroma_missing
+        if store.get_meta(conn, "chroma_model", model) != model:
+            # Another model's vectors (the index switched embedders): same ids, other numbers, maybe another
+            # width. The collection is derived data; it is filled again from this model's cached vectors.
+            delete_vector_store(index_dir)
+            in_step = False
         # Deleted by hand: applying only this run's changes would leave every other vector missing.
         in_step = in_step and not chroma_missing(index_dir / store.CHROMA_DIR)
         try:
@@ -276,16 +282,15 @@ def _sync(index_dir: Path, conn: sqlite3.Connection, changes, server: ChromaServ
         if page:
             upsert(page)
 
-    vectors = "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
     if in_step:
         removed, added = changes
         stale = sorted(removed)
-        upsert_in_pages(store.select_where_in(conn, vectors, "c.id", sorted(added)))
+        upsert_in_pages(store.select_where_in(conn, store.CHUNK_VECTORS, "c.id", sorted(added), (model,)))
     else:
         want: set[str] = set()
 
         def not_in_chroma():
-            for row in conn.execute(vectors):
+            for row in conn.execute(store.CHUNK_VECTORS, (model,)):
                 want.add(row[0])
                 if row[0] not in have:
                     yield row
@@ -296,13 +301,14 @@ def _sync(index_dir: Path, conn: sqlite3.Connection, changes, server: ChromaServ
         collection.delete(ids=stale[i:i + store.CHROMA_BATCH])
     if in_step and server is None and collection.count() != conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]:
         # The changes applied, but the collection had lost (or gained) vectors before: compare every id.
-        _sync(index_dir, conn, None, server)
+        _sync(index_dir, conn, model, None, server)
         return
     if server is not None:
         fingerprint = chunk_set_fingerprint(conn)
         collection.modify(metadata={FINGERPRINT_KEY: fingerprint})
         store.set_meta(conn, "chroma_chunk_set", fingerprint)
     store.set_meta(conn, "chroma_generation", generation)
+    store.set_meta(conn, "chroma_model", model)
 
 
 def _reopen_empty(index_dir: Path):

@@ -45,21 +45,17 @@ class Progress:
             self.stream.write("\n")
 
 
-def cached_hashes(conn, hashes: list[str]) -> set[str]:
-    return {r[0] for r in store.select_where_in(conn, "SELECT content_hash FROM embeddings", "content_hash", hashes)}
-
-
 def unembedded_texts(run: IndexRun) -> list[tuple[str, str]]:
-    """(content hash, text) of each distinct text of nav.db's chunks with no cached vector, the embed rule's
-    exclusions left out. Read from nav.db, not from this run's changes: a run killed while embedding left
+    """(content hash, text) of each distinct text of nav.db's chunks with no cached vector from this run's
+    embedder, the embed rule's exclusions left out (after a model switch: every text the new model lacks). Read from nav.db, not from this run's changes: a run killed while embedding left
     committed chunks without vectors, and the next run (with nothing new to chunk) embeds them."""
     from navigator.index.embed_rule import embed_all, embed_excluded
     keep_all = embed_all(run.config)
     # Ids first, texts after: django holds 15k excluded chunks without a vector, whose texts are not wanted.
     first_chunk: dict[str, str] = {}
     for cid, path, content_hash in run.conn.execute(
-            "SELECT c.id, c.path, c.content_hash FROM chunks c "
-            "LEFT JOIN embeddings e ON e.content_hash = c.content_hash WHERE e.content_hash IS NULL"):
+            "SELECT c.id, c.path, c.content_hash FROM chunks c LEFT JOIN embeddings e "
+            "ON e.content_hash = c.content_hash AND e.model = ? WHERE e.content_hash IS NULL", (run.embedder.identity,)):
         if content_hash not in first_chunk and (keep_all or not embed_excluded(path)):
             first_chunk[content_hash] = cid
     texts = {row[0]: store.chunk_from_row(row).embed_text for row in store.select_where_in(
@@ -145,14 +141,19 @@ def _embed_into_cache(run: IndexRun, todo: list[tuple[str, str]], embed_fn, on_g
     progress.close()
 
 
-# Keep stale cached vectors until they outnumber live chunks by this factor (branch switches reuse them).
+# Keep stale cached vectors until they outnumber live chunks by this factor (branch switches reuse them, and
+# so does switching back to an embedder used before).
 CACHE_SLACK = 3
 
 
-def prune_cache(conn, chunk_count: int) -> None:
-    """Drop cached vectors no chunk uses any more only when the cache has grown well past the index, so
-    switching back and forth between branches stays free."""
+def prune_cache(conn, chunk_count: int, model: str) -> None:
+    """Drop cached vectors only when the cache has grown well past the index, so switching back and forth
+    between branches (or embedders) stays free: first those no chunk uses any more, then, if still past the
+    slack, those of models other than `model` (the one the index searches)."""
     # The chunk count stands for the distinct texts in use (COUNT(DISTINCT) costs 70 ms at 40k chunks).
-    total = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
-    if total > CACHE_SLACK * max(chunk_count, 1000):
-        conn.execute("DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)")
+    limit = CACHE_SLACK * max(chunk_count, 1000)
+    if conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] <= limit:
+        return
+    conn.execute("DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)")
+    if conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] > limit:
+        conn.execute("DELETE FROM embeddings WHERE model != ?", (model,))

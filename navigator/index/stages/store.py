@@ -52,6 +52,8 @@ def index_is_current(run: IndexRun, ch: Changes) -> bool:
     return (not ch.changes_content and bool(run.manifest) and generation > 0
             and store.get_meta(conn, GRAPH_META_KEY) == GRAPH_VERSION
             and run.manifest.get("redaction") == redaction_mode(run.config.extra)
+            # A switched embedder: a new generation searched with the new model's vectors.
+            and run.manifest.get("embedder") == run.embedder.identity
             and _postings_readable(run, generation, ch.tok_version))
 
 
@@ -158,5 +160,5 @@ def _write_manifest(run: IndexRun, ch: Changes) -> Committed:
     store.set_meta(conn, "generation", generation)
     store.set_meta(conn, "embedder", run.embedder.identity)
     # Committed with the chunks: from this commit on, readers see how much of the vector head exists.
-    coverage.write(conn, coverage.measure(conn, generation, synced=False, embed_all=embed_all(run.config)))
+    coverage.write(conn, coverage.measure(conn, generation, run.embedder.identity, synced=False, embed_all=embed_all(run.config)))
     return Committed(generation, counts, files_indexed, manifest)

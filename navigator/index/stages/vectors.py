@@ -45,7 +45,7 @@ class VectorSync:
         changes = None if previous is not None and not previous.get("synced", True) else (c.removed_ids, c.added_ids)
         # nav.db is committed: a server that fails here loses nothing (the next run syncs, see vector_store).
         try:
-            sync_chroma(run.index_dir, run.conn, changes=changes, server=run.server)
+            sync_chroma(run.index_dir, run.conn, run.embedder.identity, changes=changes, server=run.server)
         except VectorStoreUnavailableError as exc:
             self.failure = exc
 
@@ -54,9 +54,8 @@ class VectorSync:
         run = self.run
         if self.failure is not None:
             return
-        rows = list(store.select_where_in(
-            run.conn, "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash",
-            "c.content_hash", hashes))
+        rows = list(store.select_where_in(run.conn, store.CHUNK_VECTORS, "c.content_hash", hashes,
+                                          (run.embedder.identity,)))
         if rows and not self.defer_chroma:
             try:
                 self._upsert(rows)
@@ -86,8 +85,8 @@ class VectorSync:
         if self.measured:
             self.record = {**self.record, "synced": True}
         else:
-            self.record = coverage.measure(self.run.conn, self.committed.generation, synced=True,
-                                          embed_all=embed_all(self.run.config))
+            self.record = coverage.measure(self.run.conn, self.committed.generation, self.run.embedder.identity,
+                                           synced=True, embed_all=embed_all(self.run.config))
         coverage.write(self.run.conn, self.record)
         return self.record
 
