@@ -283,23 +283,31 @@ def test_partial_vector_head_while_a_build_runs(tmp_path, nav_env):
     assert NavIndex.open(root).state()["vectors"] == "complete"
 
 
-def test_the_coverage_counted_group_by_group_equals_a_fresh_measure(tmp_path, nav_env):
-    """An incremental run counts each embedded group into the record its lexical commit measured, instead of
-    measuring again: the record must equal a fresh measure after added, vendored (excluded) and removed files."""
+def test_the_coverage_counted_group_by_group_equals_a_fresh_measure(tmp_path, nav_env, monkeypatch):
+    """An incremental run carries the last record over by the paths it changed (lexical commit) and counts each
+    embedded group into it, instead of measuring again: the record must equal a fresh measure after added,
+    vendored (excluded), edited, removed and restored files, and no full measure may have run."""
     from navigator.index import coverage, store
     root = make_repo(tmp_path / "repo", modules=3)
     build(root)
+    full_measures = []
+    real_measure = coverage.measure
+    monkeypatch.setattr(coverage, "measure", lambda *a, **kw: full_measures.append(a) or real_measure(*a, **kw))
     shared = "def shared_helper(items):\n    return sorted(set(items))\n"
+    removed = (root / "pkg/mod1.py").read_text()
     steps = [lambda: (write(root, "pkg/helpers.py", shared), write(root, "pkg/more.py", shared * 2)),
              lambda: write(root, "vendor/lone.py", "def only_vendored():\n    return 'v'\n"),
-             lambda: (root / "pkg/mod1.py").unlink()]
+             lambda: write(root, "pkg/helpers.py", shared + "\n\ndef another(x):\n    return x * 2\n"),
+             lambda: (root / "pkg/mod1.py").unlink(),
+             lambda: write(root, "pkg/mod1.py", removed)]       # its vectors are still cached
     for step in steps:
         step()
         build(root)
+        assert full_measures == []
         c = store.connect(root / ".nav", create=False)
         try:
             stored = coverage.read(c)
-            fresh = coverage.measure(c, store.get_meta(c, "generation"), nav_env, synced=True)
+            fresh = real_measure(c, store.get_meta(c, "generation"), nav_env, synced=True)
         finally:
             c.close()
         assert stored == fresh

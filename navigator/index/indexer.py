@@ -115,7 +115,8 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
             release_freed_memory()
             vectors = VectorSync(run, committed, measured=not current)
             vectors.start(previous_vectors)
-            summary.chunks_embedded = embed(run, unembedded_texts(run), on_group=vectors.add,
+            todo = unembedded_texts(run, None if current else list(changes.new_files))
+            summary.chunks_embedded = embed(run, todo, on_group=vectors.add,
                                             syncs_chroma=not vectors.defer_chroma)
             record = vectors.finish()
             summary.notes.extend(sync_multilingual(run))
@@ -127,7 +128,8 @@ def build_index(repo_root: Path, config: Config, *, skip: list[str] | None = Non
         if embed_vectors and committed.chunk_count and vectors_current(run) and run.server is None and \
                 searches_exactly(config, committed.chunk_count) and not has_matrix(index_dir, committed.generation):
             # The matrix a cold search maps instead of reading every vector from nav.db (vector_matrix).
-            write_matrix(index_dir, run.conn, committed.generation, run.embedder.identity, embed_all(config))
+            write_matrix(index_dir, run.conn, committed.generation, run.embedder.identity, embed_all(config),
+                         None if current else (committed.removed_ids, committed.added_ids))
         run.conn.close()
         record_verified(index_dir)
         if embed_vectors and committed.chunk_count and onnx_enabled(config):

@@ -135,19 +135,27 @@ def _read(folder: Path, meta: dict) -> VectorRows | None:
     return VectorRows(ids, base, delta, dead)
 
 
-def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, identity: str, embed_all: bool) -> int:
+def write_matrix(index_dir: Path, conn: "sqlite3.Connection", generation: int, identity: str, embed_all: bool,
+                 changes: tuple[set[str], set[str]] | None = None) -> int:
     """The rows of this generation's embedded chunks (the embed rule's, this embedder's), written into a new
     folder renamed into place: the previous generation's base kept with a delta beside it, or a new base
-    (REBASE_SHARE); older generations' folders removed. Returns its live rows."""
+    (REBASE_SHARE); older generations' folders removed. Returns its live rows. `changes`: the chunk ids
+    (removed, added) since the generation before; when that generation's matrix is the newest, this one's
+    chunks are its rows with those applied (no pass over every chunk: 0.15 s at 79k)."""
     import numpy as np
     from navigator.index.embed_rule import embed_excluded
-    # The (path, id) covering index, not the table: 0.05 s at 79k chunks where reading the rows' texts took
-    # 0.3 s. A chunk id fixes its text, so a row the previous matrix holds under that id holds this vector.
-    current = sorted(cid for path, cid in conn.execute("SELECT path, id FROM chunks")
-                     if embed_all or not embed_excluded(path))
     newest = _newest(index_dir, identity, embed_all)
     previous = newest[1] if newest else None
     held = previous.live_rows() if previous is not None else {}
+    if changes is not None and newest is not None and newest[0].name == str(generation - 1):
+        removed, added = changes
+        current = sorted((held.keys() - removed) | {cid for cid, path in store.select_where_in(
+            conn, "SELECT id, path FROM chunks", "id", sorted(added)) if embed_all or not embed_excluded(path)})
+    else:
+        # The (path, id) covering index, not the table: 0.05 s at 79k chunks where reading the rows' texts took
+        # 0.3 s. A chunk id fixes its text, so a row the previous matrix holds under that id holds this vector.
+        current = sorted(cid for path, cid in conn.execute("SELECT path, id FROM chunks")
+                         if embed_all or not embed_excluded(path))
     missing = [cid for cid in current if cid not in held]
     fetched = {cid: np.frombuffer(vector, dtype=np.float32) for cid, vector in store.select_where_in(
         conn, store.CHUNK_VECTORS, "c.id", missing, (identity,))} if missing else {}

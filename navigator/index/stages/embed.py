@@ -45,19 +45,36 @@ class Progress:
             self.stream.write("\n")
 
 
-def unembedded_texts(run: IndexRun) -> list[tuple[str, str]]:
+_UNEMBEDDED = ("SELECT c.id, c.path, c.content_hash FROM chunks c LEFT JOIN embeddings e "
+               "ON e.content_hash = c.content_hash AND e.model = ? WHERE e.content_hash IS NULL")
+
+
+def unembedded_texts(run: IndexRun, changed_paths: list[str] | None = None) -> list[tuple[str, str]]:
     """(content hash, text) of each distinct text of nav.db's chunks with no cached vector from this run's
-    embedder, the embed rule's exclusions left out (after a model switch: every text the new model lacks). Read from nav.db, not from this run's changes: a run killed while embedding left
-    committed chunks without vectors, and the next run (with nothing new to chunk) embeds them."""
+    embedder, the embed rule's exclusions left out (after a model switch: every text the new model lacks).
+    Read from nav.db, not from this run's changes: a run killed while embedding left committed chunks without
+    vectors, and the next run (with nothing new to chunk) embeds them. `changed_paths`: the files this run's
+    lexical commit wrote, whose coverage record is exact; when the chunks it says lack a vector are all
+    theirs, only they are read (0.17 s of scanning django's 79k chunks saved)."""
+    from navigator.index import coverage
     from navigator.index.embed_rule import embed_all, embed_excluded
     keep_all = embed_all(run.config)
+    model = run.embedder.identity
+    rows = None
+    record = coverage.read(run.conn) if changed_paths is not None else None
+    if record is not None:
+        missing = record["chunks"] - record["embedded"] - record["excluded"]
+        rows = [] if missing <= 0 else [
+            row for path in changed_paths if keep_all or not embed_excluded(path)
+            for row in run.conn.execute(f"{_UNEMBEDDED} AND c.path = ?", (model, path))]
+        if len(rows) != missing:
+            rows = None          # some are elsewhere (the record is off): read them all
+    if rows is None:
+        rows = [row for row in run.conn.execute(_UNEMBEDDED, (model,)) if keep_all or not embed_excluded(row[1])]
     # Ids first, texts after: django holds 15k excluded chunks without a vector, whose texts are not wanted.
     first_chunk: dict[str, str] = {}
-    for cid, path, content_hash in run.conn.execute(
-            "SELECT c.id, c.path, c.content_hash FROM chunks c LEFT JOIN embeddings e "
-            "ON e.content_hash = c.content_hash AND e.model = ? WHERE e.content_hash IS NULL", (run.embedder.identity,)):
-        if content_hash not in first_chunk and (keep_all or not embed_excluded(path)):
-            first_chunk[content_hash] = cid
+    for cid, _, content_hash in rows:
+        first_chunk.setdefault(content_hash, cid)
     texts = {row[0]: store.chunk_from_row(row).embed_text for row in store.select_where_in(
         run.conn, f"SELECT {store.CHUNK_COLUMNS} FROM chunks c", "c.id", list(first_chunk.values()))}
     return [(content_hash, texts[cid]) for content_hash, cid in first_chunk.items()]
