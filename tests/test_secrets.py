@@ -189,3 +189,25 @@ def test_allow_secrets_indexes_them_with_a_warning_on_every_run(tmp_path, nav_en
     assert out.returncode == 0 and "warning" not in out.stderr
     stored = _everything_stored(root)
     assert b"sk-ant-api03" not in stored.split(b"embeddings")[0] or ANTHROPIC.encode() not in stored
+
+
+def test_an_edit_asks_the_detectors_about_the_edited_lines_only(tmp_path, nav_env, monkeypatch):
+    """Lines the last run's redaction passed are not read again (their verdict depends only on path and line);
+    a secret kept in the file stays redacted, and a secret the edit adds is caught."""
+    from navigator.index import secrets
+    from navigator.index.nav_index import NavIndex
+    root = tmp_path / "repo"
+    body = ('NAMES = ["GEOSPreparedContainsProperly", "GEOSPreparedIntersects"]\n'
+            f'GITHUB_TOKEN = "{GITHUB}"\n\n\ndef names():\n    return NAMES\n')
+    write(root, "pkg/config.py", body)
+    build_index(root, Config.from_env())
+    asked: list[str] = []
+    real = secrets.redact_line
+    monkeypatch.setattr(secrets, "redact_line", lambda path, line: asked.append(line) or real(path, line))
+    write(root, "pkg/config.py", body + f'\n\nSLACK = "{SLACK}"\nLABEL = "AnotherLongQuotedIdentifierHere"\n')
+    summary = build_index(root, Config.from_env())
+    assert sorted(asked) == sorted([f'GITHUB_TOKEN = "{GITHUB}"', f'SLACK = "{SLACK}"',
+                                    'LABEL = "AnotherLongQuotedIdentifierHere"'])
+    assert summary.redacted == {"values": 2, "files": 1}
+    stored = "\n".join(c.text for c in NavIndex.open(root).chunks())
+    assert GITHUB not in stored and SLACK not in stored and "GEOSPreparedContainsProperly" in stored

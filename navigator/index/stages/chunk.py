@@ -50,7 +50,7 @@ def _tokenizer():
 
 def chunk(run: IndexRun, walked) -> Changes:
     from chunkers import chunk_file
-    from navigator.index.secrets import redact, redaction_mode, secrets_allowed
+    from navigator.index.secrets import judged_clean_lines, redact, redaction_mode, secrets_allowed
     from chunkers.base import CHUNKER_VERSION
     conn, manifest = run.conn, run.manifest
     known = {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT path, sha256, size, mtime_ns FROM files")}
@@ -96,7 +96,10 @@ def chunk(run: IndexRun, walked) -> Changes:
             continue
         redactions = 0
         if redacting:
-            redacted = redact(f.path, text)
+            # The lines the last run's redaction passed, unless that run redacted under another rule.
+            clean = judged_clean_lines(r[0] for r in conn.execute("SELECT text FROM chunks WHERE path=?", (f.path,))) \
+                if old is not None and not rechunk_all else frozenset()
+            redacted = redact(f.path, text, clean)
             text, redactions = redacted.text, redacted.count
         load_postings()
         result = chunk_file(f.path, text)
