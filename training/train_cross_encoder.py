@@ -6,6 +6,7 @@ fine-tuned on (question, code) pairs mined from permissively licensed Python ins
 See training/README.md for the recipe, the figures and how to reproduce them.
 
     python training/train_cross_encoder.py mine   --out training/out [--eval-corpus DIR ...]
+    python training/train_cross_encoder.py written --out training/out/ce-written [--fraction 0.5]   # or this
     python training/train_cross_encoder.py train  --out training/out [--minutes 60] [--threads 2]
     python training/train_cross_encoder.py export --out training/out [--dest retrievers/data/cross_encoder]
 
@@ -376,6 +377,74 @@ def mine(out: Path, eval_corpora: list[Path], max_per_source: int, seed: int, ex
     return summary
 
 
+# ------------------------------------------------------------------------------------- the written data
+
+def written_passage(chunk: dict) -> str:
+    """A chunk of training/data as the rerank retriever shows one to the model (retrievers.rerank.passage_text
+    with context: "path · symbol", then the text; the built data keeps no parent header)."""
+    title = f"{chunk['path']} · {chunk['symbol']}" if chunk.get("symbol") else chunk["path"]
+    return f"{title}\n{chunk['text']}"
+
+
+def written_query(query: str) -> str:
+    """A question as the rerank retriever hands it to the model: a Chinese one with the glossary's English
+    words appended, then cut to its MAX_QUERY_CHARS."""
+    from retrievers.crosslingual import expand_query
+    from retrievers.rerank import MAX_QUERY_CHARS
+    return expand_query(query)[:MAX_QUERY_CHARS]
+
+
+def from_written(data: Path, out: Path, sources: set[str], fraction: float, seed: int) -> dict:
+    """train.jsonl and valid.jsonl of the written questions and bug reports (training/data, built by
+    training/data/build.py; see its card): each training pair's group is its positive, two of nav's BM25
+    top 10 for the question in the same library (not positives) and one random chunk of that library; the
+    held-out libraries (split.json) give the validation groups (the positive among nine BM25 neighbours).
+    `fraction` takes the same nested share of each source as train_embedder.py, for the data curve."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from train_embedder import hard_negatives, load_data, select_pairs
+    chunks, pairs, split = load_data(data)
+    rng = random.Random(seed)
+    train_pairs = select_pairs(pairs, set(split["train"]), sources, fraction, seed)
+    hard = hard_negatives(train_pairs, chunks, 2, seed)
+    by_lib: dict[str, list[str]] = {}
+    for cid, c in chunks.items():
+        by_lib.setdefault(c["lib"], []).append(cid)
+    rows = []
+    for p in train_pairs:
+        positives = set(p["positives"])
+        negatives = list(hard.get(p["qid"], []))
+        pool = by_lib[p["lib"]]
+        while len(negatives) < NEGATIVES_PER_QUERY:
+            pick = rng.choice(pool)
+            if pick not in positives and pick not in negatives:
+                negatives.append(pick)
+        rows.append({"query": written_query(p["query"]), "kind": p["source"], "source": p["lib"],
+                     "positive": written_passage(chunks[rng.choice(sorted(positives))]),
+                     "negatives": [written_passage(chunks[n]) for n in negatives]})
+    held = [p for p in pairs if p["lib"] in set(split["holdout"]) and p["source"] in sources]
+    random.Random(seed).shuffle(held)
+    held = held[:VALIDATION_QUERIES]
+    neighbours = hard_negatives(held, chunks, VALIDATION_CANDIDATES - 1, seed)
+    valid = [{"query": written_query(p["query"]), "kind": p["source"], "source": p["lib"],
+              "candidates": [written_passage(chunks[p["positives"][0]])]
+              + [written_passage(chunks[n]) for n in neighbours[p["qid"]]]}
+             for p in held if len(neighbours.get(p["qid"], [])) == VALIDATION_CANDIDATES - 1]
+    rng.shuffle(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, items in (("train.jsonl", rows), ("valid.jsonl", valid)):
+        with (out / name).open("w", encoding="utf-8") as fh:
+            for row in items:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    summary = {"data": str(data.relative_to(REPO_ROOT)) if data.is_relative_to(REPO_ROOT) else str(data),
+               "card_sha256": hashlib.sha256((data / "card.json").read_bytes()).hexdigest()
+               if (data / "card.json").is_file() else None,
+               "sources": sorted(sources), "fraction": fraction, "seed": seed, "train_groups": len(rows),
+               "by_source": {s: sum(r["kind"] == s for r in rows) for s in sorted(sources)},
+               "valid_queries": len(valid), "holdout_libraries": sorted(split["holdout"])}
+    (out / "written.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    return summary
+
+
 # ----------------------------------------------------------------------------------------------- training
 
 def _setup_torch(threads: int):
@@ -625,6 +694,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="an extra directory to mine (refused if it names an eval corpus)")
     p_mine.add_argument("--max-per-source", type=int, default=3000)
     p_mine.add_argument("--seed", type=int, default=13)
+    p_written = sub.add_parser("written", help="training groups from the written questions and bug reports")
+    p_written.add_argument("--data", type=Path, default=REPO_ROOT / "training" / "out" / "data")
+    p_written.add_argument("--out", type=Path, required=True)
+    p_written.add_argument("--sources", default="question,bug_report")
+    p_written.add_argument("--fraction", type=float, default=1.0)
+    p_written.add_argument("--seed", type=int, default=13)
     p_train = sub.add_parser("train", help="fine-tune; resumes from training/out/checkpoint")
     p_train.add_argument("--out", type=Path, default=REPO_ROOT / "training" / "out")
     p_train.add_argument("--minutes", type=float, default=62)
@@ -653,6 +728,9 @@ def main(argv: list[str] | None = None) -> int:
         summary = mine(args.out, args.eval_corpus, args.max_per_source, args.seed, args.source)
         print(json.dumps({k: v for k, v in summary.items() if k != "sources"}, indent=1))
         print(f"{len(summary['sources'])} sources")
+    elif args.stage == "written":
+        print(json.dumps(from_written(args.data, args.out, set(args.sources.split(",")), args.fraction, args.seed),
+                         indent=1))
     elif args.stage == "train":
         train(args.out, args.minutes, args.threads, args.groups_per_batch, args.lr, args.max_steps, args.bf16,
               args.eval_every, args.save_every, args.seed, args.name_share,
