@@ -180,6 +180,49 @@ def test_stale_search_warns(tmp_path, nav_env):
     assert out.returncode == 0 and "stale: 1 files changed" in out.stdout
 
 
+def _as_if_built_by_an_older_nav(root: Path) -> None:
+    """What an index from before chunker 4, symbol graph 3 and secret redaction records of itself."""
+    import sqlite3
+    conn = sqlite3.connect(root / ".nav" / "nav.db")
+    manifest = json.loads(conn.execute("SELECT value FROM meta WHERE key='manifest'").fetchone()[0])
+    manifest["chunker_version"] = "3"
+    del manifest["redaction"]
+    conn.execute("UPDATE meta SET value=? WHERE key='manifest'", (json.dumps(manifest),))
+    conn.execute("UPDATE meta SET value='2' WHERE key='graph_version'")
+    conn.commit()
+    conn.close()
+
+
+def test_an_index_built_by_an_older_nav_is_stale_until_rebuilt(tmp_path, nav_env):
+    """An upgraded nav searched an old index and called it fresh: graph ranking ran without the graph (a stale
+    graph version is not read) and an index from before redaction may hold secrets. Now every reader says
+    what is outdated, a measurement refuses it, and `nav index` rebuilds it with no file changed."""
+    root = make_repo(tmp_path / "repo", modules=2)
+    line = {"id": "q1", "lang": "en", "category": "value_lookup", "query": "how many retries for feature one",
+            "expect_any": [{"path": "pkg/mod1.py", "text": "MAX_RETRIES_1 = 1"}]}
+    write(tmp_path, "queries.jsonl", json.dumps(line) + "\n")
+    assert nav("index", str(root)).returncode == 0
+    _as_if_built_by_an_older_nav(root)
+
+    status = json.loads(nav("status", str(root), "--json").stdout)
+    assert status["state"] == "stale" and status["files_changed_since"] == 0
+    assert [r.split(" (")[0] for r in status["outdated"]] == ["chunks from chunker 3", "symbol graph 2",
+                                                              "built before secret redaction: secret values may be in it"]
+    out = nav("search", "retries for feature one", "--repo", str(root))
+    assert out.returncode == 0 and "built by an older nav (chunks from chunker 3" in out.stdout
+    assert "files changed since" not in out.stdout
+    envelope = json.loads(nav("context", "retries for feature one", "--repo", str(root), "--json").stdout)
+    assert envelope["index"]["state"] == "stale" and len(envelope["index"]["outdated"]) == 3
+    assert "built by an older nav" in envelope["sufficiency"]["explanation"]
+    out = nav("eval", "--queries", str(tmp_path / "queries.jsonl"), "--repo", str(root))
+    assert out.returncode == 3 and "older nav" in out.stderr and f"nav index {root}" in out.stderr
+
+    assert nav("index", str(root)).returncode == 0    # no file changed: rebuilt for what is outdated
+    status = json.loads(nav("status", str(root), "--json").stdout)
+    assert status["state"] == "fresh" and status["outdated"] == []
+    assert nav("eval", "--queries", str(tmp_path / "queries.jsonl"), "--repo", str(root)).returncode == 0
+
+
 def test_eval_refuses_an_indexed_answer_key(tmp_path, nav_env):
     root = make_repo(tmp_path / "repo", modules=2)
     line = {"id": "q1", "lang": "en", "category": "value_lookup", "query": "how many retries for feature one",

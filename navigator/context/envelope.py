@@ -20,8 +20,9 @@ JSON form (`to_json()`), stable keys:
                     = sum of estimate_tokens(pieces[].text) <= allowed; `charged` says what is counted
   retriever         {name, candidates, above_bar, best_score, relevance_bar}
   index             {state, built_at, age_seconds, git_head, files_changed_since, changed_examples,
-                     chunk_count, files_indexed, files_skipped, index_dir}; a key the index state
-                     did not provide is null
+                     outdated, chunk_count, files_indexed, files_skipped, index_dir}; a key the index state
+                     did not provide is null; outdated lists what an older nav built (stale with no
+                     file changed)
   query             {terms, covered}: the question's content words, and those the pieces contain
   weak_reasons      [str]: why the evidence is weak (empty unless signal is weak_evidence)
   pieces            [{path, start_line, end_line, symbol, kind, rank, score, heads: {name: {rank, score}},
@@ -50,7 +51,7 @@ SUFFICIENCY_SIGNALS = (OK, WEAK_EVIDENCE, NOTHING_MATCHED, NOTHING_SEARCHED)
 
 CHARGED = "piece text only (the header and separators of this envelope are not charged)"
 INDEX_KEYS = ("state", "built_at", "age_seconds", "git_head", "files_changed_since", "changed_examples",
-              "chunk_count", "files_indexed", "files_skipped", "index_dir")
+              "outdated", "chunk_count", "files_indexed", "files_skipped", "index_dir")
 # The text render lists every cleared-bar omission, but only the first few below-bar ones.
 BELOW_BAR_SHOWN = 5
 GIT_HEAD_SHOWN = 12
@@ -210,6 +211,8 @@ def _index_line(index: dict) -> str:
     changed_text = "unknown number of files" if changed is None else f"{changed} file{'' if changed == 1 else 's'}"
     if index.get("changed_examples"):
         changed_text += f" (e.g. {', '.join(index['changed_examples'])})"
+    if index.get("outdated"):
+        changed_text += f"; built by an older nav: {'; '.join(index['outdated'])}"
     return (f"{state}; built {index.get('built_at') or '?'} ({format_age(index.get('age_seconds'))}) "
             f"at HEAD {head}; {changed_text} changed since; {index.get('chunk_count', 0)} chunks from "
             f"{index.get('files_indexed', 0)} files ({index.get('files_skipped', 0)} skipped); {index.get('index_dir')}")
@@ -256,6 +259,9 @@ def _with_staleness(explanation: str, index: dict, repo: str) -> str:
     if index.get("state") != "stale":
         return explanation
     changed = index.get("files_changed_since")
+    if index.get("outdated") and not changed:
+        return (explanation.rstrip(".") + f"; the index was built by an older nav ({'; '.join(index['outdated'])}), "
+                f"so the ranking may miss what this nav would find: rebuild with `nav index {repo}`.")
     how_many = "files" if changed is None else f"{changed} file{'' if changed == 1 else 's'}"
     return (explanation.rstrip(".") + f"; the index is stale ({how_many} changed since it was built), so lines may "
             f"have moved: refresh with `nav index {repo}`.")

@@ -73,9 +73,12 @@ class SearchResponse:
     def render(self, *, explain: bool = False, full: bool = False) -> str:
         out: list[str] = []
         st = self.index_state
-        if st["state"] == "stale":
+        if st["state"] == "stale" and st["files_changed_since"]:
             out.append(f"warning: the index is stale: {st['files_changed_since']} files changed since it was built "
                        f"({', '.join(st['changed_examples'][:3])}...); run `nav index` to refresh")
+        if st["state"] == "stale" and st.get("outdated"):
+            out.append(f"warning: the index was built by an older nav ({'; '.join(st['outdated'])}); run `nav index` "
+                       "to rebuild it")
         if st["state"] == "empty":
             out.append("the index is empty (no files were indexed): nothing was searched")
         if st.get("vector_note"):

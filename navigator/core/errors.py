@@ -77,6 +77,11 @@ class EmbedderMismatchError(IndexError_):
     pass
 
 
+class IndexOutdatedError(IndexError_):
+    """The index was built by an older nav (versions.outdated_by): searches still read it, with a warning; a
+    measurement refuses it, since its figures would be neither the old nav's nor this one's."""
+
+
 class ModelError(NavError):
     exit_code = 4
 

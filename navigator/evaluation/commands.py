@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from navigator.core.config import Config
-from navigator.core.errors import InputError, UsageError
+from navigator.core.errors import IndexOutdatedError, InputError, UsageError
 
 CEILING_DEPTH = 200
 
@@ -37,6 +37,11 @@ def prepared_query_set(queries_path: str, repo: str | None, config: Config):
     if not path.is_file():
         raise InputError(f"query file not found: {path}", hint="give a JSONL file in the format of shared/eval-format.md")
     index = NavIndex.open(repo, config)
+    outdated = index.outdated()
+    if outdated:
+        raise IndexOutdatedError(f"the index at {index.index_dir} was built by an older nav: {'; '.join(outdated)}",
+                                 hint=f"run `nav index {index.root}` first: a measurement on it would be neither "
+                                      "that nav's figures nor this one's")
     chunk_texts: dict[str, list[str]] = {}
     for c in index.chunks():
         chunk_texts.setdefault(c.path, []).append(c.text)

@@ -104,7 +104,9 @@ class NavService:
             watcher.take()
         index.known_fresh = False
         fresh = index.freshness()
-        if fresh.state != "stale":
+        # Built by an older nav with no file changed: a refresh has nothing to bring in (the result says
+        # stale, and the reindex tool rebuilds it).
+        if fresh.state != "stale" or not fresh.files_changed_since:
             self._fresh_since_watch = True
             return index
         from navigator.index.walk import diff_tree
@@ -254,6 +256,8 @@ def tool_error_text(exc) -> str:
 
 
 def describe_index_state(state: dict) -> str:
+    if state["state"] == "stale" and state.get("outdated") and not state["files_changed_since"]:
+        return f"index: STALE (built by an older nav: {'; '.join(state['outdated'])}); call reindex to rebuild it"
     if state["state"] == "stale":
         return (f"index: STALE ({state['files_changed_since']} files changed since the build: "
                 f"{', '.join(state['changed_examples'])}); call reindex to include the changes")

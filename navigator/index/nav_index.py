@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from chunkers.base import CodeChunk
@@ -52,10 +52,11 @@ class Freshness:
     state: str                 # fresh | stale | empty | missing
     files_changed_since: int   # added + modified + deleted since the build
     changed_examples: list[str]
+    outdated: list[str] = field(default_factory=list)   # what an older nav built (versions.outdated_by)
 
     def to_json(self) -> dict:
         return {"state": self.state, "files_changed_since": self.files_changed_since,
-                "changed_examples": self.changed_examples}
+                "changed_examples": self.changed_examples, "outdated": self.outdated}
 
 
 class NavIndex:
@@ -474,14 +475,21 @@ class NavIndex:
                                                        synced=True, embed_all=embed_all(self.config)))
 
     # ---- freshness
+    def outdated(self) -> list[str]:
+        """What in this index an older nav built (chunks, symbol graph, secret rule): empty when none."""
+        from navigator.index.graph import GRAPH_META_KEY
+        from navigator.index.versions import outdated_by
+        return outdated_by(self.manifest, store.get_meta(self.conn, GRAPH_META_KEY), self.config)
+
     def freshness(self) -> Freshness:
         from navigator.index.walk import diff_tree
         if self.chunk_count == 0:
             return Freshness("empty", 0, [])
-        if self.known_fresh:     # a long-lived process's watcher saw nothing change (navigator.index.refresh)
-            return Freshness("fresh", 0, [])
-        changed = diff_tree(self.root, self.conn, self.manifest.get("skip") or [], self.config)
-        return Freshness("stale" if changed else "fresh", len(changed), changed[:5])
+        outdated = self.outdated()
+        # A long-lived process's watcher saw nothing change (navigator.index.refresh): no walk.
+        changed = [] if self.known_fresh else diff_tree(self.root, self.conn, self.manifest.get("skip") or [],
+                                                        self.config)
+        return Freshness("stale" if changed or outdated else "fresh", len(changed), changed[:5], outdated)
 
     def state(self) -> dict:
         """The index facts every envelope and status report carries."""
@@ -491,7 +499,7 @@ class NavIndex:
             "state": fresh.state, "built_at": built,
             "age_seconds": round(time.time() - self.manifest["built_at_epoch"], 1) if built else None,
             "git_head": self.manifest.get("git_head"), "files_changed_since": fresh.files_changed_since,
-            "changed_examples": fresh.changed_examples,
+            "changed_examples": fresh.changed_examples, "outdated": fresh.outdated,
             "chunk_count": self.chunk_count, "files_indexed": self.manifest.get("files_indexed", 0),
             "files_skipped": sum((self.manifest.get("skipped") or {}).values()),
             "index_dir": str(self.index_dir),

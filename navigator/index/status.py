@@ -38,6 +38,7 @@ class StatusReport:
             *(["  WARNING    secrets allowed: secret-shaped files and values are indexed (--allow-secrets)"]
               if m.get("redaction") == "allowed" else []),
             f"  vectors    {_vectors_line(s)}",
+            *(f"  outdated   {reason}" for reason in s.get("outdated") or []),
             f"  changed    {s['files_changed_since']} files since the build"
             + (f": {', '.join(s['changed_examples'])}" if s["changed_examples"] else ""),
             f"  index dir  {s['index_dir']}",
@@ -46,7 +47,8 @@ class StatusReport:
         if s.get("vector_store") == "server":
             lines.append(f"  vectors    chroma server {s['chroma_url']}, collection {s['chroma_collection']}")
         if s["state"] == "stale":
-            lines.append(f"  refresh:   nav index {self.root}")
+            lines.append(f"  refresh:   nav index {self.root}"
+                         + ("  (built by an older nav: rebuilds what is outdated)" if s.get("outdated") else ""))
         return "\n".join(lines)
 
 
