@@ -86,6 +86,7 @@ class NavIndex:
         # Set by a long-lived process whose watcher saw no change since it last found the index matching the
         # tree: freshness() then answers without walking the tree (navigator.index.refresh.TreeWatcher).
         self.known_fresh = False
+        self._outdated: list[str] | None = None
         from navigator.index.repair import writable
         # A .nav this process cannot write (read-only file system, another user's): chromadb cannot even
         # open its store there, so vector searches rank nav.db's own vectors exactly (see _exact_search).
@@ -476,10 +477,13 @@ class NavIndex:
 
     # ---- freshness
     def outdated(self) -> list[str]:
-        """What in this index an older nav built (chunks, symbol graph, secret rule): empty when none."""
-        from navigator.index.graph import GRAPH_META_KEY
-        from navigator.index.versions import outdated_by
-        return outdated_by(self.manifest, store.get_meta(self.conn, GRAPH_META_KEY), self.config)
+        """What in this index an older nav built (chunks, symbol graph, secret rule): empty when none. Read
+        once, like the manifest it comes from (a rebuild is opened as a new NavIndex)."""
+        if self._outdated is None:
+            from navigator.index.graph import GRAPH_META_KEY
+            from navigator.index.versions import outdated_by
+            self._outdated = outdated_by(self.manifest, store.get_meta(self.conn, GRAPH_META_KEY), self.config)
+        return list(self._outdated)
 
     def freshness(self) -> Freshness:
         from navigator.index.walk import diff_tree
