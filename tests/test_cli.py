@@ -103,7 +103,7 @@ def test_nav_errors_are_translated_in_one_place(tmp_path, nav_env, capsys, monke
     import navigator.index.status as status_module
     expected = {errors.NavError: 1, errors.UsageError: 2, errors.InputError: 2, errors.QueryFileError: 2, errors.IndexError_: 3,
                 errors.IndexMissingError: 3, errors.IndexCorruptError: 3, errors.IndexLockedError: 3, errors.IndexReadOnlyError: 3,
-                errors.EmbedderMismatchError: 3, errors.ModelError: 4, errors.RetrieverError: 2,
+                errors.EmbedderMismatchError: 3, errors.IndexOutdatedError: 3, errors.ModelError: 4, errors.RetrieverError: 2,
                 errors.LeakageError: 5, errors.LLMError: 6, errors.MissingAPIKeyError: 7, errors.PolicyError: 2,
                 errors.VectorStoreUnavailableError: 8}
     every_class = {c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.NavError)}
