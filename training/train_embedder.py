@@ -184,9 +184,11 @@ def train(args) -> int:
         q = embed(model, queries, torch, grad=True, bf16=args.bf16)
         d = embed(model, docs, torch, grad=True, bf16=args.bf16)
         logits = SCALE * q @ d.T
-        # A doc that is a positive of another query in the batch is not a negative of that query.
+        # A doc that is a positive of another query in the batch is not a negative of that query, nor is
+        # another place of the same question (an expect_all question is one pair per place).
         for i, p in enumerate(batch):
-            mask = [j for j, other in enumerate(batch) if j != i and set(other["positives"]) & set(p["positives"])]
+            mask = [j for j, other in enumerate(batch) if j != i and (
+                set(other["positives"]) & set(p["positives"]) or question_of(other) == question_of(p))]
             for j in mask:
                 logits[i, targets[j]] = -1e4
         loss = torch.nn.functional.cross_entropy(logits, torch.tensor(targets))
@@ -230,6 +232,11 @@ def length_bucketed_batches(pairs: list[dict], chunks: dict, size: int, rng: ran
         batches.extend(part[i:i + size] for i in range(0, len(part) - size + 1, size))
     rng.shuffle(batches)
     return batches
+
+
+def question_of(pair: dict) -> str:
+    """The written question a pair comes from: build.py numbers an expect_all question's places `QID#N`."""
+    return pair["qid"].split("#")[0]
 
 
 def rng_pick(items: list[str], step: int) -> str:

@@ -28,24 +28,31 @@ def versions(config) -> dict:
             "tree_sitter": installed("tree-sitter"), "languages": [PYTHON, *LANGUAGES]}
 
 
-def outdated_by(manifest: dict, graph_version, config) -> list[str]:
-    """What in an index this nav would build differently, whatever the files say: its chunks, its symbol graph
-    or its secret rule from an older nav. The next `nav index` rebuilds each; until then the index is stale
-    even with no file changed (an upgraded nav would otherwise search an old index and call it fresh: graph
-    ranking runs without a graph of an older version, and an index from before redaction holds secrets)."""
+def outdated_parts(manifest: dict, graph_version, config) -> dict[str, str]:
+    """What in an index this nav would build differently, whatever the files say, by part ("chunks", "graph",
+    "redaction") with the reason: its chunks, its symbol graph or its secret rule from an older nav. The next
+    `nav index` rebuilds each (the indexer asks here, so what it rebuilds and what `nav status` calls stale are
+    one rule); until then the index is stale even with no file changed (an upgraded nav would otherwise search
+    an old index and call it fresh: graph ranking runs without a graph of an older version, and an index from
+    before redaction holds secrets)."""
     from chunkers.base import CHUNKER_VERSION
     from navigator.index.graph import GRAPH_VERSION
     from navigator.index.secrets import redaction_mode
 
-    reasons = []
+    parts = {}
     built_with = manifest.get("chunker_version")
     if built_with != CHUNKER_VERSION:
-        reasons.append(f"chunks from chunker {built_with or 'unknown'} (this nav: {CHUNKER_VERSION})")
+        parts["chunks"] = f"chunks from chunker {built_with or 'unknown'} (this nav: {CHUNKER_VERSION})"
     if graph_version != GRAPH_VERSION:
-        reasons.append(f"symbol graph {graph_version or 'missing'} (this nav: {GRAPH_VERSION}): graph ranking "
-                       "runs without it")
+        parts["graph"] = (f"symbol graph {graph_version or 'missing'} (this nav: {GRAPH_VERSION}): graph ranking "
+                          "runs without it")
     rule, wanted = manifest.get("redaction"), redaction_mode(config.extra)
     if rule != wanted:
-        reasons.append("built before secret redaction: secret values may be in it" if rule is None
-                       else f"built under secret rule {rule} (this run: {wanted})")
-    return reasons
+        parts["redaction"] = ("built before secret redaction: secret values may be in it" if rule is None
+                              else f"built under secret rule {rule} (this run: {wanted})")
+    return parts
+
+
+def outdated_by(manifest: dict, graph_version, config) -> list[str]:
+    """The reasons of `outdated_parts`, as `nav status` and a search's envelope print them."""
+    return list(outdated_parts(manifest, graph_version, config).values())

@@ -50,16 +50,18 @@ def _tokenizer():
 
 def chunk(run: IndexRun, walked) -> Changes:
     from chunkers import chunk_file
-    from navigator.index.secrets import judged_clean_lines, redact, redaction_mode, secrets_allowed
     from chunkers.base import CHUNKER_VERSION
+    from navigator.index.graph import GRAPH_META_KEY
+    from navigator.index.secrets import judged_clean_lines, redact, secrets_allowed
+    from navigator.index.versions import outdated_parts
     conn, manifest = run.conn, run.manifest
     known = {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT path, sha256, size, mtime_ns FROM files")}
     ch = Changes(chunker_version=CHUNKER_VERSION)
     ch.tok_version, ch.document_tokens = _tokenizer()
     redacting = not secrets_allowed(run.config.extra)
     # Chunks another redaction rule produced (or none, with --allow-secrets) are re-made from the files.
-    rechunk_all = manifest.get("chunker_version") != CHUNKER_VERSION or \
-        manifest.get("redaction") != redaction_mode(run.config.extra)
+    outdated = outdated_parts(manifest, store.get_meta(conn, GRAPH_META_KEY), run.config)
+    rechunk_all = bool({"chunks", "redaction"} & outdated.keys())
     # Chunks kept from earlier runs hold another tokenizer's lists (a first run has none to redo).
     ch.retokenize = bool(known) and ch.tok_version is not None and manifest.get("tokenizer_version") != ch.tok_version
     loaded = False

@@ -52,12 +52,13 @@ def commit_lexical(run: IndexRun, ch: Changes) -> Committed:
 def index_is_current(run: IndexRun, ch: Changes) -> bool:
     """Whether this run can leave the index's generation as it is: no file, chunk or token list changes, and
     nothing derived from them (the graph, this generation's BM25 postings) is missing or out of date."""
-    from navigator.index.graph import GRAPH_META_KEY, GRAPH_VERSION
+    from navigator.index.graph import GRAPH_META_KEY
+    from navigator.index.versions import outdated_parts
     conn = run.conn
     generation = store.get_meta(conn, "generation", 0)
     return (not ch.changes_content and bool(run.manifest) and generation > 0
-            and store.get_meta(conn, GRAPH_META_KEY) == GRAPH_VERSION
-            and run.manifest.get("redaction") == redaction_mode(run.config.extra)
+            # Chunks, graph and secret rule as this nav builds them (the one rule `nav status` reads too).
+            and not outdated_parts(run.manifest, store.get_meta(conn, GRAPH_META_KEY), run.config)
             # A switched embedder: a new generation searched with the new model's vectors.
             and run.manifest.get("embedder") == run.embedder.identity
             and _postings_readable(run, generation, ch.tok_version))
