@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
 from navigator.core.errors import RetrieverError
 
@@ -51,6 +50,8 @@ def _load_registry() -> dict[str, object]:
             found.setdefault(name, target)      # nav's own names stay nav's
 
         register_retrievers(register)
+        # Imported here: importing importlib.metadata costs ~15 ms a cold search does not need.
+        from importlib.metadata import entry_points
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             hook = ep.load()
             hook(register_plugin)
