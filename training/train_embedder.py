@@ -17,7 +17,7 @@ Training: contrastive, in-batch negatives plus BM25-hard negatives (for each pai
 library that nav's BM25 ranks high for the query but that is not a positive), softmax cross-entropy over the
 scaled cosine similarities (scale 20, as sentence-transformers' MultipleNegativesRankingLoss), AdamW with
 warmup and linear decay, every layer trained. Queries and chunks are cut at the model's 256 word pieces,
-as nav cuts them; fp32 (measured faster than bf16 autocast for training on this CPU). Fixed seeds; a checkpoint (model,
+as nav cuts them; fp32 by default (bf16 autocast is slower without AMX, 0.79x the time with it: see --bf16). Fixed seeds; a checkpoint (model,
 optimizer, scheduler, step, data order) every --checkpoint-every steps, and `train` with the same --out
 resumes there in the same batch order. --fraction keeps that share of the training pairs of each source
 (the data curve), --sources which sources are used.
@@ -359,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--checkpoint-every", type=int, default=50)
     # fp32: on this machine's AVX512-BF16 CPU (no AMX) a training step ran 4.4 s in fp32 against 6.6 s under
     # bf16 autocast (48 sequences of ~130 word pieces, forward and backward, 2 threads; /tmp bench, 2026-12-03).
+    # On an AMX Xeon bf16 is the faster one: the first 6 steps of qb-100's order, side by side in one run
+    # (2026-12-04), 18.3 s a step fp32 against 14.4 s bf16 (0.79x), loss after step 6 1.5193 against 1.5201.
+    # The default stays fp32 so that a run means the same on every CPU; pass --bf16 on AMX to save a fifth.
     t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False)
     t.set_defaults(func=train)
     e = sub.add_parser("evaluate")
