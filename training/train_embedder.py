@@ -134,7 +134,7 @@ def train(args) -> int:
     chunks, pairs, split = load_data(args.data)
     sources = set(args.sources.split(","))
     train_pairs = select_pairs(pairs, set(split["train"]), sources, args.fraction, args.seed)
-    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "func"}
+    config = {k: (repo_relative(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "func"}
     config["pairs"] = len(train_pairs)
     config["pairs_by_source"] = {s: sum(p["source"] == s for p in train_pairs) for s in sorted(sources)}
     state_path = out / "checkpoint" / "state.pt"
@@ -232,6 +232,15 @@ def length_bucketed_batches(pairs: list[dict], chunks: dict, size: int, rng: ran
         batches.extend(part[i:i + size] for i in range(0, len(part) - size + 1, size))
     rng.shuffle(batches)
     return batches
+
+
+def repo_relative(path: Path) -> str:
+    """A path as config.json (and a shipped model's nav-model.json) records it: relative to the repository
+    when inside it, so a manifest does not carry the training machine's folders."""
+    try:
+        return Path(path).resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def question_of(pair: dict) -> str:
