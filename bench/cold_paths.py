@@ -143,12 +143,18 @@ def bench_tree(tree_source: Path, sides: list[Side], work: Path, rounds: int, in
         log(f"{label}: copying the tree")
         shutil.copytree(tree_source, tree, symlinks=True)
     base = work / label / "index-base"
-    if index_from is not None:
-        if not base.is_dir():
+    # The kept base index is reused only when it came from the same place: one copied with --index-from (a
+    # newer nav's index, which an older "before" side cannot read) must not be reused by a run without it.
+    origin = f"copy of {index_from.resolve()}" if index_from is not None else f"indexed by {sides[0].name}"
+    origin_file = work / label / "index-base.origin"
+    if not (base / "nav.db").is_file() or not origin_file.is_file() or origin_file.read_text() != origin:
+        shutil.rmtree(base, ignore_errors=True)
+        if index_from is not None:
             shutil.copytree(index_from, base)
-    elif not (base / "nav.db").is_file():
-        log(f"{label}: indexing with {sides[0].name} (once; both sides start from a copy)")
-        sides[0].run(["index", str(tree)], base)
+        else:
+            log(f"{label}: indexing with {sides[0].name} (once; both sides start from a copy)")
+            sides[0].run(["index", str(tree)], base)
+        origin_file.write_text(origin)
     target_file = median_file(tree)
     original = target_file.read_bytes()
     indexes = {}
