@@ -525,6 +525,11 @@ def test_a_switched_embedder_re_embeds_and_switching_back_is_free(tmp_path, nav_
         assert hits[0][0] == chunk.id and hits[0][1] == pytest.approx(1.0, abs=1e-4)
 
     searches_with(other_tiny_embed_model, 48)
+    from navigator.index.status import status
+    report = status(root)                              # the first model's vectors are still there, and said so
+    texts = report.state["embedded_texts"]
+    assert report.state["other_models"] == {first_model: texts} and 0 < texts <= first.chunks_embedded
+    assert f"cached     {first_model} has vectors of {texts:,} of these {texts:,} chunk texts" in report.render()
     monkeypatch.setenv("NAV_EMBED_MODEL", first_model)
     back, spy = build(root)
     assert back.chunks_embedded == 0 and spy.texts == []           # the first model's vectors were kept

@@ -38,6 +38,8 @@ class StatusReport:
             *(["  WARNING    secrets allowed: secret-shaped files and values are indexed (--allow-secrets)"]
               if m.get("redaction") == "allowed" else []),
             f"  vectors    {_vectors_line(s)}",
+            *(f"  cached     {model} has vectors of {n:,} of these {s['embedded_texts']:,} chunk texts: "
+              "switching to it embeds only the rest" for model, n in sorted((s.get("other_models") or {}).items())),
             *(f"  outdated   {reason}" for reason in s.get("outdated") or []),
             f"  changed    {s['files_changed_since']} files since the build"
             + (f": {', '.join(s['changed_examples'])}" if s["changed_examples"] else ""),
@@ -94,9 +96,20 @@ def status(path: str | Path | None, config: Config | None = None) -> StatusRepor
         state = {**index.state(), **index.vector_store_state()} if not _db_damaged(problems) else \
             {**missing_index_state(root, index.index_dir), "chunk_count": index.chunk_count}
     state["problems"] = problems
+    if not _db_damaged(problems):
+        with database_errors(index.index_dir / "nav.db"):
+            state.update(other_models_state(index))
     if problems:
         state["state"] = "damaged"
     return StatusReport(str(root), state, index.manifest)
+
+
+def other_models_state(index) -> dict:
+    """Vectors the cache keeps from models other than the index's own (a switch back re-embeds none of those)."""
+    from navigator.index import store
+    counts = store.cached_vectors_by_model(index.conn)
+    own = index.manifest.get("embedder")
+    return {"embedded_texts": counts.get(own, 0), "other_models": {m: n for m, n in counts.items() if m != own}}
 
 
 def _db_damaged(problems: list[str]) -> bool:

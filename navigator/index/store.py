@@ -151,6 +151,13 @@ def select_where_in(conn: sqlite3.Connection, select: str, column: str, values, 
 CHUNK_VECTORS = "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash AND e.model = ?"
 
 
+def cached_vectors_by_model(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many of the index's distinct chunk texts each model has a cached vector for: what switching to that
+    model would not have to embed again."""
+    return dict(conn.execute("SELECT model, COUNT(*) FROM embeddings WHERE content_hash IN "
+                             "(SELECT content_hash FROM chunks) GROUP BY model"))
+
+
 def get_meta(conn: sqlite3.Connection, key: str, default=None):
     row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
     return json.loads(row[0]) if row else default
