@@ -108,3 +108,24 @@ def test_a_checkpoint_write_killed_midway_leaves_the_last_complete_one(tmp_path,
     assert (tmp_path / "checkpoint" / "model" / "weights").read_text() == "step100"
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint"]    # the killed runs' leftovers are gone
     assert torch.load(tmp_path / "checkpoint" / "state.pt", weights_only=False)["step"] == 100
+
+
+def test_inverse_order_restores_the_input_order():
+    texts = ["ccc", "a", "bbbb", "dd", ""]
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    by_length = [texts[i] for i in order]
+    assert [by_length[r] for r in te.inverse_order(order)] == texts
+
+
+def test_length_grouped_encoding_gives_the_one_call_vectors_in_input_order(tiny_embed_model, monkeypatch):
+    torch = pytest.importorskip("torch")
+    model = te.load_model(tiny_embed_model)
+    model.eval()
+    texts = [f"def f{i}(x):\n    return " + "x + " * (i * 7 % 40) + "1" for i in range(45)]
+    monkeypatch.setattr(te, "EMBED_GROUP", 8)
+    grouped = te.embed(model, texts, torch, grad=False, bf16=False)
+    monkeypatch.setattr(te, "EMBED_GROUP", 1000)
+    one_call = te.embed(model, texts, torch, grad=False, bf16=False)
+    assert grouped.shape == (45, 32)
+    assert torch.allclose(grouped, one_call, atol=1e-5)
+    assert not torch.allclose(grouped[0], grouped[1], atol=1e-3)    # distinct texts, distinct rows

@@ -117,16 +117,29 @@ def load_model(path: str):
     return model
 
 
+EMBED_GROUP = 32   # texts encoded together: sorted by length first, so a group pads to a near length
+
+
 def embed(model, texts: list[str], torch, *, grad: bool, bf16: bool):
-    features = model.tokenize(texts)
+    """Unit vectors of `texts`, in their order. Encoded in groups of similar length: a batch's documents mix
+    short positives with long hard negatives, and one call would pad all of them to the longest."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     context = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else torch.autocast("cpu", enabled=False)
-    with context:
-        if grad:
-            out = model(features)["sentence_embedding"]
-        else:
-            with torch.no_grad():
-                out = model(features)["sentence_embedding"]
+    parts = []
+    with context, (torch.enable_grad() if grad else torch.no_grad()):
+        for start in range(0, len(order), EMBED_GROUP):
+            features = model.tokenize([texts[i] for i in order[start:start + EMBED_GROUP]])
+            parts.append(model(features)["sentence_embedding"])
+    out = torch.cat(parts)[torch.tensor(inverse_order(order))]
     return torch.nn.functional.normalize(out.float(), dim=-1)
+
+
+def inverse_order(order: list[int]) -> list[int]:
+    """Where each original position went: `sorted_rows[inverse_order(order)]` restores the input order."""
+    inverse = [0] * len(order)
+    for rank, i in enumerate(order):
+        inverse[i] = rank
+    return inverse
 
 
 def train(args) -> int:
@@ -176,6 +189,8 @@ def train(args) -> int:
         if args.minutes and (time.monotonic() - started) / 60 > args.minutes:
             log(out, f"stopping at step {step}: the --minutes budget is spent (resume with the same command)")
             break
+        # Dropout draws from torch's generator: seeded per step, a resumed run repeats an uninterrupted one.
+        torch.manual_seed(args.seed * 1_000_003 + step)
         batch = [train_pairs[i] for i in batches[step]]
         queries = [p["query"] for p in batch]
         doc_ids, targets = batch_documents(batch, negatives, step)
