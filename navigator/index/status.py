@@ -93,12 +93,10 @@ def status(path: str | Path | None, config: Config | None = None) -> StatusRepor
     from navigator.index.repair import database_errors
     problems = index_problems(index)
     with database_errors(index.index_dir / "nav.db"):
-        state = {**index.state(), **index.vector_store_state()} if not _db_damaged(problems) else \
+        state = {**index.state(), **index.vector_store_state(), **other_models_state(index)} \
+            if not _db_damaged(problems) else \
             {**missing_index_state(root, index.index_dir), "chunk_count": index.chunk_count}
     state["problems"] = problems
-    if not _db_damaged(problems):
-        with database_errors(index.index_dir / "nav.db"):
-            state.update(other_models_state(index))
     if problems:
         state["state"] = "damaged"
     return StatusReport(str(root), state, index.manifest)
