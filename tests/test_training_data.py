@@ -108,3 +108,6 @@ def test_the_card_counts_what_is_there():
     for lib, facts in card["libraries"].items():
         assert facts["question_en"] + facts["question_zh"] + facts.get("question_rejected", 0) == questions[lib], lib
     assert set(card["split"]["holdout"]) <= set(LIBRARIES) and not set(card["split"]["holdout"]) & set(card["split"]["train"])
+    # the held-out libraries are the pinned ones: a library added later trains, it never moves the split
+    pinned = json.loads((DATA / "holdout.json").read_text(encoding="utf-8"))["holdout"]
+    assert card["split"]["holdout"] == sorted(pinned) and len(pinned) == 5

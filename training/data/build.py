@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build the training set of nav's models from the written data and the pinned source trees.
 
-    .venv/bin/python training/data/build.py [--out training/out/data] [--holdout 5] [--seed 13]
+    .venv/bin/python training/data/build.py [--out training/out/data] [--seed 13]
 
 Per library (training/data/sources/NAME.json, its tree fetched by training/data/fetch.py):
   - every file is read as `nav index` reads it (the same walk rules, secret redaction, chunkers.chunk_file),
@@ -12,8 +12,9 @@ Per library (training/data/sources/NAME.json, its tree fetched by training/data/
     windows -> the chunk holding its definition), and keeps its file for the file-level models;
   - docstring pairs are mined from the Python files (the first sentence of a documented function's or
     class's docstring -> its chunk), as training/train_cross_encoder.py mines them.
-A record that validate.py rejects is left out and counted. Whole libraries are held out for validation
-(--holdout of them, chosen by the seed, at least one of them not Python when there is such a library).
+A record that validate.py rejects is left out and counted. Whole libraries are held out for validation:
+the ones holdout.json names (chosen once by seed 13 among the first 48 libraries, at least one not Python),
+pinned so that a library added later trains and every model's held-out figures stay comparable.
 
 Writes: chunks.jsonl (id, lib, path, kind, symbol, embed_text), pairs.jsonl (qid, lib, source, lang,
 category, query, positives, path), split.json (train and held-out libraries), card.json (every count).
@@ -116,7 +117,15 @@ def docstring_pairs(lib: str, texts: dict[str, str], by_path: dict[str, list[dic
     return pairs[:MAX_DOCSTRING_PAIRS_PER_LIB]
 
 
-def build(out: Path, holdout: int, seed: int) -> dict:
+HOLDOUT_FILE = Path(__file__).resolve().parent / "holdout.json"
+
+
+def pinned_holdout() -> list[str]:
+    """The held-out libraries: every model's held-out MRR is measured on these, so they never change."""
+    return sorted(json.loads(HOLDOUT_FILE.read_text(encoding="utf-8"))["holdout"])
+
+
+def build(out: Path, seed: int) -> dict:
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     evals = validate.eval_questions()
@@ -195,7 +204,10 @@ def build(out: Path, holdout: int, seed: int) -> dict:
             card["libraries"][lib] = {"version": source["version"], "sha256": source["sha256"],
                                       "license": source.get("license"), "language": languages[lib], **counts}
     libs = sorted(card["libraries"])
-    held = _choose_holdout(libs, languages, holdout, rng)
+    held = pinned_holdout()
+    missing = [lib for lib in held if lib not in card["libraries"]]
+    if missing:
+        raise SystemExit(f"build: held-out libraries not built (fetch them first): {', '.join(missing)}")
     split = {"train": [lib for lib in libs if lib not in held], "holdout": held}
     (out / "split.json").write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
     with (out / "pairs.jsonl").open("w", encoding="utf-8") as handle:
@@ -211,21 +223,12 @@ def build(out: Path, holdout: int, seed: int) -> dict:
     return card
 
 
-def _choose_holdout(libs: list[str], languages: dict[str, str], n: int, rng: random.Random) -> list[str]:
-    others = [lib for lib in libs if languages.get(lib, "python") != "python"]
-    python = [lib for lib in libs if lib not in others]
-    chosen = rng.sample(others, 1) if others and n > 1 else []
-    chosen += rng.sample(python, min(n - len(chosen), len(python)))
-    return sorted(chosen)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--holdout", type=int, default=5)
     ap.add_argument("--seed", type=int, default=13)
     args = ap.parse_args(argv)
-    card = build(args.out, args.holdout, args.seed)
+    card = build(args.out, args.seed)
     print(json.dumps({"totals": card["totals"], "split": card["split"], "rejected": card["rejected"]}, indent=1))
     return 0
 

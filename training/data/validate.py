@@ -32,6 +32,8 @@ FORBIDDEN_SOURCES = frozenset({
     "click", "werkzeug", "flask", "jinja2", "itsdangerous", "markupsafe", "django", "requests", "urllib3",
     "pytest", "seaborn", "pylint", "sphinx", "xarray", "sympy", "astropy", "scikit-learn", "sklearn",
     "matplotlib", "agentic-ai-engineering", "chi", "mobx", "clap", "nav", "twisted",
+    # the other-language eval corpora (rag-eval/go, typescript, javascript, rust, java)
+    "gin", "xterm", "acorn", "chrono", "jsoup",
 })
 # A question whose word set shares this much with an eval question is a near-copy (Jaccard on word sets).
 NEAR_DUPLICATE_JACCARD = 0.8
