@@ -3,7 +3,8 @@
 before -> after table from two.
 
     python rag-eval/language_table.py OUT                 # every category at @1 / @5 / @10, chunks, index seconds
-    python rag-eval/language_table.py BEFORE AFTER        # the same cells as "before -> after", and gained/lost @5
+    python rag-eval/language_table.py BEFORE AFTER        # the same cells as "before -> after", and gained/lost @5,
+                                                          # then each category pooled over the sets at @5
 
 A cell is the mean score of the category's questions (expect_any: hit; cross_file, expect_all: coverage);
 "any" pools every expect_any question of the set. Chunks and seconds come from OUT/<set>-index.json.
@@ -83,6 +84,37 @@ def table(folders: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def pooled(folders: list[Path]) -> str:
+    """Each category's @5 pooled over every set and language both folders hold, paired question by question:
+    before -> after, the paired bootstrap 95% CI of the difference (nav compare's), gained / lost."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from navigator.evaluation.compare import paired_bootstrap_ci
+
+    pairs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for name in SETS:
+        for lang in ("en", "zh"):
+            a, b = (load(f, name, lang) for f in folders)
+            if a is None or b is None:
+                continue
+            for category, _ in CATEGORIES:
+                if category in a and category in b:
+                    pairs.setdefault((category, lang), []).extend(
+                        (score, b[category]["at5"][q]) for q, score in a[category]["at5"].items())
+    lines = ["| pooled @5 | lang | n | before -> after | 95% CI of after - before | gained / lost |", "|---|---|---|---|---|---|"]
+    for category, label in CATEGORIES:
+        for lang in ("all", "en", "zh"):
+            rows = pairs.get((category, "en"), []) + pairs.get((category, "zh"), []) if lang == "all" \
+                else pairs.get((category, lang), [])
+            if not rows:
+                continue
+            diffs = [after - before for before, after in rows]
+            low, high = paired_bootstrap_ci(diffs)
+            before, after = (sum(r[i] for r in rows) / len(rows) for i in (0, 1))
+            lines.append(f"| {label} | {lang} | {len(rows)} | {before:.3f} -> {after:.3f} | {low:+.3f} .. {high:+.3f} | "
+                         f"+{sum(d > 1e-9 for d in diffs)} / -{sum(d < -1e-9 for d in diffs)} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) not in (1, 2):
         print(__doc__, file=sys.stderr)
@@ -93,6 +125,9 @@ def main(argv: list[str]) -> int:
             print(f"language_table: no folder {folder}", file=sys.stderr)
             return 2
     print(table(folders))
+    if len(folders) == 2:
+        print()
+        print(pooled(folders))
     return 0
 
 
