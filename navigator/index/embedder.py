@@ -55,7 +55,9 @@ def _load(name: str, dtype: str):
         import torch
         from transformers.utils import logging as hf_logging
         hf_logging.disable_progress_bar()  # nav draws its own progress; weight-loading bars are noise
-        model = SentenceTransformer(path, device="cpu", local_files_only=True)
+        # Shipped weights are stored fp16; CPU inference runs fp32, so they are widened as they load (exact),
+        # and sentence-transformers no longer warns that an fp16 model may be slow on this CPU.
+        model = SentenceTransformer(path, device="cpu", local_files_only=True, model_kwargs={"dtype": torch.float32})
     except (OSError, ValueError) as exc:
         raise ModelError(
             f"cannot load embedding model {name!r}: {exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
@@ -64,8 +66,6 @@ def _load(name: str, dtype: str):
         ) from exc
     if dtype == "bf16":
         model = model.to(torch.bfloat16)
-    else:
-        model = model.float()   # shipped weights are stored fp16; CPU inference runs fp32 (exact widening)
     _MODELS[key] = model
     return model
 
