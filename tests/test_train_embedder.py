@@ -129,3 +129,16 @@ def test_length_grouped_encoding_gives_the_one_call_vectors_in_input_order(tiny_
     assert grouped.shape == (45, 32)
     assert torch.allclose(grouped, one_call, atol=1e-5)
     assert not torch.allclose(grouped[0], grouped[1], atol=1e-3)    # distinct texts, distinct rows
+
+
+def test_training_queries_are_the_text_nav_embeds():
+    """A Chinese question trains as nav's vector head reads it, glossary words appended (MiniLM's vocabulary
+    turns most Chinese characters into [UNK]); English questions and bug-report windows are unchanged."""
+    from retrievers.vector import embedding_query
+    zh = {"source": "question", "query": "帮助文本默认多宽"}
+    en = {"source": "question", "query": "default help width"}
+    report = {"source": "bug_report", "query": "帮助文本 crashes"}
+    assert te.query_text(zh, "nav") == embedding_query(zh["query"])[0] != zh["query"]
+    assert te.query_text(zh, "raw") == zh["query"]
+    assert te.query_text(en, "nav") == en["query"]
+    assert te.query_text(report, "nav") == report["query"]

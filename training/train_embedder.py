@@ -192,7 +192,7 @@ def train(args) -> int:
         # Dropout draws from torch's generator: seeded per step, a resumed run repeats an uninterrupted one.
         torch.manual_seed(args.seed * 1_000_003 + step)
         batch = [train_pairs[i] for i in batches[step]]
-        queries = [p["query"] for p in batch]
+        queries = [query_text(p, args.queries) for p in batch]
         doc_ids, targets = batch_documents(batch, negatives, step)
         q = embed(model, queries, torch, grad=True, bf16=args.bf16)
         d = embed(model, [chunks[cid]["embed_text"] for cid in doc_ids], torch, grad=True, bf16=args.bf16)
@@ -276,6 +276,20 @@ def false_negatives(batch: list[dict], doc_ids: list[str], targets: list[int]) -
     return sorted(cells)
 
 
+QUERY_FORMS = ("nav", "raw")
+
+
+def query_text(pair: dict, form: str) -> str:
+    """The text the model reads for a pair's query. "nav": as nav's vector head embeds a question
+    (retrievers.vector.embedding_query: a Chinese question gets the glossary's English words appended, because
+    MiniLM's vocabulary holds few Chinese characters: most are [UNK]; patches/0029); "raw": the written text
+    (every run before session 35). A bug report's query is already the windows nav embeds (build.py)."""
+    if form == "raw" or pair["source"] == "bug_report":
+        return pair["query"]
+    from retrievers.vector import embedding_query
+    return embedding_query(pair["query"])[0]
+
+
 def question_of(pair: dict) -> str:
     """The written question a pair comes from: build.py numbers an expect_all question's places `QID#N`."""
     return pair["qid"].split("#")[0]
@@ -329,14 +343,15 @@ def evaluate(args) -> int:
             continue
         model = load_model(path)
         model.eval()
-        results[label] = score_model(model, wanted, chunks, held, torch, args.bf16)
+        results[label] = score_model(model, wanted, chunks, held, torch, args.bf16, args.queries)
     print(json.dumps(results, indent=1))
     if args.out_json:
         Path(args.out_json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
-def score_model(model, wanted: list[dict], chunks: dict, libs: set[str], torch, bf16: bool) -> dict:
+def score_model(model, wanted: list[dict], chunks: dict, libs: set[str], torch, bf16: bool,
+                queries: str = "nav") -> dict:
     import numpy as np
     by_lib: dict[str, list[str]] = defaultdict(list)
     for cid, c in chunks.items():
@@ -354,7 +369,7 @@ def score_model(model, wanted: list[dict], chunks: dict, libs: set[str], torch, 
     groups: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for p in wanted:
         ids, vecs = matrices[p["lib"]]
-        q = embed(model, [p["query"]], torch, grad=False, bf16=bf16).numpy()[0]
+        q = embed(model, [query_text(p, queries)], torch, grad=False, bf16=bf16).numpy()[0]
         scores = vecs @ q
         ranking = np.argsort(-scores)[:10]
         positives = set(p["positives"])
@@ -417,6 +432,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # (2026-12-04), 18.3 s a step fp32 against 14.4 s bf16 (0.79x), loss after step 6 1.5193 against 1.5201.
     # The default stays fp32 so that a run means the same on every CPU; pass --bf16 on AMX to save a fifth.
     t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False)
+    t.add_argument("--queries", choices=QUERY_FORMS, default="nav",
+                   help="nav: questions as nav's vector head embeds them (default); raw: as written (runs before "
+                        "session 35, and resuming one of them)")
     t.set_defaults(func=train)
     e = sub.add_parser("evaluate")
     e.add_argument("--data", type=Path, default=DATA)
@@ -425,6 +443,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     e.add_argument("--limit", type=int, default=0)
     e.add_argument("--threads", type=int, default=2)
     e.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True)
+    e.add_argument("--queries", choices=QUERY_FORMS, default="nav",
+                   help="nav: held-out questions as nav embeds them (default); raw: as written (the figures "
+                        "of the runs before session 35)")
     e.add_argument("--out-json", default=None)
     e.set_defaults(func=evaluate)
     x = sub.add_parser("export")
