@@ -283,7 +283,8 @@ def query_text(pair: dict, form: str) -> str:
     """The text the model reads for a pair's query. "nav": as nav's vector head embeds a question
     (retrievers.vector.embedding_query: a Chinese question gets the glossary's English words appended, because
     MiniLM's vocabulary holds few Chinese characters: most are [UNK]; patches/0029); "raw": the written text
-    (every run before session 35). A bug report's query is already the windows nav embeds (build.py)."""
+    (the training default: qbg-25, trained in the nav form, gained nothing over it, patches/0027). A bug
+    report's query is already the windows nav embeds (build.py)."""
     if form == "raw" or pair["source"] == "bug_report":
         return pair["query"]
     from retrievers.vector import embedding_query
@@ -432,9 +433,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # (2026-12-04), 18.3 s a step fp32 against 14.4 s bf16 (0.79x), loss after step 6 1.5193 against 1.5201.
     # The default stays fp32 so that a run means the same on every CPU; pass --bf16 on AMX to save a fifth.
     t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False)
-    t.add_argument("--queries", choices=QUERY_FORMS, default="nav",
-                   help="nav: questions as nav's vector head embeds them (default); raw: as written (runs before "
-                        "session 35, and resuming one of them)")
+    t.add_argument("--queries", choices=QUERY_FORMS, default="raw",
+                   help="raw: questions as written (default: the shipped model's form); nav: as nav's vector head "
+                        "embeds them (qbg-25 measured no gain from it, patches/0027)")
     t.set_defaults(func=train)
     e = sub.add_parser("evaluate")
     e.add_argument("--data", type=Path, default=DATA)
@@ -444,8 +445,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     e.add_argument("--threads", type=int, default=2)
     e.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True)
     e.add_argument("--queries", choices=QUERY_FORMS, default="nav",
-                   help="nav: held-out questions as nav embeds them (default); raw: as written (the figures "
-                        "of the runs before session 35)")
+                   help="nav: held-out questions as nav embeds them (default: what nav's vector head reads); "
+                        "raw: as written (the figures of the runs before session 35)")
     e.add_argument("--out-json", default=None)
     e.set_defaults(func=evaluate)
     x = sub.add_parser("export")
