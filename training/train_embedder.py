@@ -351,8 +351,7 @@ def evaluate(args) -> int:
     return 0
 
 
-def score_model(model, wanted: list[dict], chunks: dict, libs: set[str], torch, bf16: bool,
-                queries: str = "nav") -> dict:
+def score_model(model, wanted: list[dict], chunks: dict, libs: set[str], torch, bf16: bool, queries: str) -> dict:
     import numpy as np
     by_lib: dict[str, list[str]] = defaultdict(list)
     for cid, c in chunks.items():
