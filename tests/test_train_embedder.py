@@ -142,3 +142,18 @@ def test_training_queries_are_the_text_nav_embeds():
     assert te.query_text(zh, "raw") == zh["query"]
     assert te.query_text(en, "nav") == en["query"]
     assert te.query_text(report, "nav") == report["query"]
+
+
+def test_a_resume_refuses_other_training_settings_but_takes_other_speed_settings():
+    def config(*argv: str) -> dict:
+        args = te.parse_args(["train", "--out", "/tmp/run", *argv])
+        return {k: v for k, v in vars(args).items() if k != "func"} | {"pairs": 100}
+
+    saved = config("--fraction", "0.25", "--threads", "1", "--bf16")
+    # another machine, another thread count and checkpoint rhythm: the same run, resumed
+    assert te.resume_conflicts(saved, config("--fraction", "0.25", "--threads", "2", "--no-bf16",
+                                             "--checkpoint-every", "10")) == []
+    # another share of the data or learning rate would mix two runs in one model
+    conflicts = te.resume_conflicts(saved, config("--fraction", "0.5", "--lr", "1e-4", "--threads", "1"))
+    assert [c.split(":")[0] for c in conflicts] == ["fraction", "lr"]
+    assert "0.25 then, 0.5 now" in conflicts[0]

@@ -126,9 +126,12 @@ def embed(model, texts: list[str], torch, *, grad: bool, bf16: bool):
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     context = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else torch.autocast("cpu", enabled=False)
     parts = []
+    # sentence-transformers 6 renamed tokenize to preprocess (tokenize warns); 5.x, which pyproject admits,
+    # has only tokenize
+    prepare = getattr(model, "preprocess", None) or model.tokenize
     with context, (torch.enable_grad() if grad else torch.no_grad()):
         for start in range(0, len(order), EMBED_GROUP):
-            features = model.tokenize([texts[i] for i in order[start:start + EMBED_GROUP]])
+            features = prepare([texts[i] for i in order[start:start + EMBED_GROUP]])
             parts.append(model(features)["sentence_embedding"])
     out = torch.cat(parts)[torch.tensor(inverse_order(order))]
     return torch.nn.functional.normalize(out.float(), dim=-1)
@@ -174,6 +177,11 @@ def train(args) -> int:
         if s >= warmup else (s + 1) / warmup)
     step = 0
     if state_path.exists():
+        saved = json.loads((out / "config.json").read_text(encoding="utf-8"))
+        changed = resume_conflicts(saved, config)
+        if changed:
+            raise SystemExit(f"{out} holds a run with other settings ({'; '.join(changed)}): resume it with "
+                             "its own, or train into another --out")
         state = torch.load(state_path, weights_only=False)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -206,7 +214,7 @@ def train(args) -> int:
         optimizer.step()
         scheduler.step()
         step += 1
-        losses.append(float(loss))
+        losses.append(loss.item())
         if step % args.log_every == 0:
             rate = (time.monotonic() - started) / max(1, len(losses))
             log(out, f"step {step}/{total_steps} loss {sum(losses[-args.log_every:]) / args.log_every:.4f} "
@@ -219,6 +227,19 @@ def train(args) -> int:
         model.save(str(final))
         log(out, f"done: {step} steps; model in {final}")
     return 0
+
+
+# What a resumed run may change: how fast and how often it reports, not what it trains on. bf16 may change
+# because the CPU changes between sessions (autocast is slower than fp32 without AMX).
+RESUMABLE_CHANGES = frozenset({"out", "threads", "minutes", "log_every", "checkpoint_every", "bf16"})
+
+
+def resume_conflicts(saved: dict, config: dict) -> list[str]:
+    """The settings where a resumed run's arguments differ from the ones its checkpoint was trained with:
+    resuming with another --fraction or --lr would silently mix two runs in one model."""
+    return [f"{key}: {saved.get(key)!r} then, {config.get(key)!r} now"
+            for key in sorted(set(saved) | set(config))
+            if key not in RESUMABLE_CHANGES and saved.get(key) != config.get(key)]
 
 
 BUCKET_WINDOW = 50   # batches sorted by length inside windows of this many, then the batches shuffled
