@@ -599,7 +599,7 @@ def train(out: Path, minutes: float, threads: int, groups_per_batch: int, lr: fl
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             state["step"] += 1
-            running.append(float(loss))
+            running.append(loss.item())
             if state["step"] % 10 == 0:
                 rate = (time.time() - started) / max(1, len(running))
                 say(f"step {state['step']} loss {sum(running[-50:]) / len(running[-50:]):.3f} "
